@@ -1,0 +1,294 @@
+"""Core benchmark: ingest throughput, recall latency at scale, and LoCoMo Recall@10.
+
+Run from the project root:
+
+    python benchmarks/bench_core.py                    # 1k, 10k, 100k memories
+    python benchmarks/bench_core.py --sizes 1000 --queries 50   # quick look
+
+Prints tables and writes ``results/bench_core.json``. Measured side by side in one run:
+RaMem ``recall`` (frame induction, contextual + content candidates) against a plain Chroma
+query plus BM25 on the same collection, both embedding the query with the default embedder.
+For scale the stored vectors are random unit vectors (embedding 100k texts would dominate the
+run); texts, metadata and the query embedder are real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ramem_core import (  # noqa: E402
+    ChromaStore,
+    Conversation,
+    RaMem,
+    RetrievalConfig,
+    RuleAnchorer,
+    Session,
+    Turn,
+)
+from ramem_core.embedding import MiniLMEmbedder  # noqa: E402
+from ramem_core.loaders import load_conversations  # noqa: E402
+
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo_dev.json"
+NAMES = ["Alice", "Ben", "Carol", "Dmitri", "Elena", "Farah", "Gus", "Hana"]
+TOPICS = [
+    "the garden", "a marathon", "the new job", "a trip to Lisbon", "the doctor", "a painting class",
+    "the dog", "a concert", "the kitchen renovation", "a birthday party", "the book club",
+    "a camping weekend", "the wedding", "a cooking course", "the piano lessons",
+]  # fmt: skip
+TIMES = ["yesterday", "last week", "two days ago", "last month", "on the weekend", "", "", ""]
+QUERIES = [
+    "What did {name} say about {topic} last August?",
+    "What happened with {topic} in March?",
+    "How did {name} feel about {topic}?",
+    "What did {name} do after {topic}?",
+    "Tell me about {topic}.",
+]
+
+
+def rss_mb() -> float:
+    """Peak resident set size of this process, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def synthetic_conversation(turns: int, seed: int = 7) -> Conversation:
+    """A long multi-session conversation over two years with recurring, confusable topics."""
+    rng = random.Random(seed)
+    start = datetime(2022, 1, 3, 18, 0)
+    sessions = []
+    per_session = 20
+    for s in range(max(1, turns // per_session)):
+        when = start + timedelta(days=s * 730 / max(1, turns // per_session), hours=rng.random())
+        sid = f"S{s + 1}"
+        session_turns = []
+        for t in range(per_session):
+            speaker = rng.choice(NAMES)
+            other = rng.choice(NAMES)
+            topic = rng.choice(TOPICS)
+            time_words = rng.choice(TIMES)
+            text = (
+                f"{other}, {time_words} I kept thinking about {topic} "
+                f"and item {rng.randint(1, 999)}"
+                f", it was {rng.choice(['great', 'hard', 'fun', 'strange', 'calm'])}."
+            )
+            session_turns.append(Turn(f"{sid}:{t + 1}", speaker, text))
+        sessions.append(Session(sid, tuple(session_turns), when))
+    return Conversation("synthetic", tuple(sessions), tuple(NAMES))
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) of ``values``."""
+    return float(np.percentile(np.array(values), q))
+
+
+# ------------------------------------------------------------------ ingest
+
+
+def bench_ingest(embedder: MiniLMEmbedder) -> dict[str, Any]:
+    """Turns/s of a full ingest (anchor + embed + write) with the default embedder."""
+    if LOCOMO.exists():
+        conversations = load_conversations(LOCOMO)
+        source = "LoCoMo dev (5 conversations)"
+    else:
+        conversations = [synthetic_conversation(2000)]
+        source = "synthetic (2000 turns)"
+    turns = sum(len(s.turns) for c in conversations for s in c.sessions)
+    embedder.embed(["warm up the model"])
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = RaMem(ChromaStore.persistent(tmp, embedder))
+        t0 = time.perf_counter()
+        units = [u for c in conversations for u in memory.anchorer.anchor(c)]
+        t_anchor = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        embedder.embed([u.content for u in units])
+        t_embed = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        report = memory.add_conversations(conversations)
+        t_total = time.perf_counter() - t2
+    return {
+        "source": source,
+        "turns": turns,
+        "units": report.units,
+        "ingest_turns_per_s": turns / t_total,
+        "anchor_turns_per_s": turns / t_anchor,
+        "embed_texts_per_s": len(units) / t_embed,
+        "seconds": t_total,
+    }
+
+
+# ------------------------------------------------------------------ recall latency
+
+
+def build_scale_store(size: int, path: str, embedder: MiniLMEmbedder) -> RaMem:
+    """``size`` anchored memories with random unit vectors in a persistent store."""
+    units = RuleAnchorer().anchor(synthetic_conversation(size))[:size]
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((len(units), embedder.dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store = ChromaStore.persistent(path, embedder)
+    store.upsert("bench", units, vectors)
+    return RaMem(store, namespace="bench")
+
+
+def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> dict[str, Any]:
+    """p50/p95 of RaMem recall vs a plain Chroma query + BM25 on the same collection."""
+    rng = random.Random(size)
+    texts = [
+        rng.choice(QUERIES).format(name=rng.choice(NAMES), topic=rng.choice(TOPICS))
+        for _ in range(queries)
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        memory = build_scale_store(size, tmp, embedder)
+        build_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        memory.retriever.snapshot("bench")  # BM25 + arrays + vectors, built once from Chroma
+        snapshot_s = time.perf_counter() - t1
+        grounded = sum(memory.frame(q).is_grounded for q in texts)
+        for q in texts[:5]:  # warm both paths
+            memory.recall(q, k=k)
+        ramem_ms, plain_ms = [], []
+        snap = memory.retriever.snapshot("bench")
+        collection = memory.store.collection("bench")
+        for q in texts:  # interleaved so both see the same machine state
+            t = time.perf_counter()
+            memory.recall(q, k=k)
+            ramem_ms.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            vector = embedder.embed([q])[0]
+            collection.query(query_embeddings=[vector], n_results=k)  # documents + metadata
+            snap.lexical(q, k)
+            plain_ms.append((time.perf_counter() - t) * 1000)
+    return {
+        "memories": size,
+        "queries": queries,
+        "grounded_share": grounded / queries,
+        "build_s": build_s,
+        "bm25_snapshot_s": snapshot_s,
+        "ramem_p50_ms": percentile(ramem_ms, 50),
+        "ramem_p95_ms": percentile(ramem_ms, 95),
+        "plain_p50_ms": percentile(plain_ms, 50),
+        "plain_p95_ms": percentile(plain_ms, 95),
+        "ratio_p50": statistics.median(ramem_ms) / statistics.median(plain_ms),
+        "ratio_p95": percentile(ramem_ms, 95) / percentile(plain_ms, 95),
+        "peak_rss_mb": rss_mb(),
+    }
+
+
+# ------------------------------------------------------------------ LoCoMo Recall@10
+
+
+def evidence_ids(raw: Any) -> set[str]:
+    """LoCoMo evidence ids, parsed defensively ("D8:6; D9:17", "D:11:26", junk)."""
+    items = raw if isinstance(raw, list) else [raw]
+    found: set[str] = set()
+    for item in items:
+        for m in re.finditer(r"D:?(\d+):(\d+)", str(item)):
+            found.add(f"D{int(m.group(1))}:{int(m.group(2))}")
+    return found
+
+
+def bench_locomo(embedder: MiniLMEmbedder, k: int) -> dict[str, Any] | None:
+    """Evidence Recall@k of RaMem and content-only on the same units (categories 1-4)."""
+    if not LOCOMO.exists():
+        return None
+    samples = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    conversations = {c.id: c for c in load_conversations(LOCOMO)}
+    names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+    scores: dict[str, dict[str, list[float]]] = {"ramem": {}, "content": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ChromaStore.persistent(tmp, embedder)
+        ramem = RaMem(store)
+        content = RaMem(store, config=RetrievalConfig(context_ranking=False))
+        for sample in samples:
+            ns = sample["sample_id"]
+            ramem.add_conversation(conversations[ns], namespace=ns)
+            for qa in sample["qa"]:
+                category = qa.get("category")
+                gold = evidence_ids(qa.get("evidence", []))
+                if category not in names or not gold:
+                    continue
+                for system, memory in (("ramem", ramem), ("content", content)):
+                    got = {
+                        sid for e in memory.recall(qa["question"], k=k, namespace=ns)
+                        for sid in e.unit.source_ids
+                    }  # fmt: skip
+                    share = len(gold & got) / len(gold)
+                    scores[system].setdefault(names[category], []).append(share)
+                    scores[system].setdefault("overall", []).append(share)
+    return {
+        system: {cat: float(np.mean(v)) for cat, v in by_cat.items()}
+        for system, by_cat in scores.items()
+    } | {"questions": len(scores["ramem"]["overall"])}
+
+
+# ------------------------------------------------------------------ main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--out", default=str(ROOT / "results" / "bench_core.json"))
+    parser.add_argument("--skip-locomo", action="store_true")
+    args = parser.parse_args()
+    embedder = MiniLMEmbedder()
+    results: dict[str, Any] = {"machine": {"cpus": len(__import__("os").sched_getaffinity(0))}}
+
+    print("== ingest (default embedder: all-MiniLM-L6-v2 int8 ONNX)", flush=True)
+    ingest = bench_ingest(embedder)
+    results["ingest"] = ingest
+    print(f"{ingest['source']}: {ingest['turns']} turns in {ingest['seconds']:.1f} s -> "
+          f"{ingest['ingest_turns_per_s']:.0f} turns/s (anchoring alone "
+          f"{ingest['anchor_turns_per_s']:.0f}/s, embedding alone "
+          f"{ingest['embed_texts_per_s']:.0f}/s)", flush=True)  # fmt: skip
+
+    print(f"\n== recall latency (k={args.k}), RaMem vs plain Chroma query + BM25", flush=True)
+    header = (f"{'memories':>9} {'grounded':>8} {'RaMem p50':>10} {'RaMem p95':>10} "
+              f"{'plain p50':>10} {'plain p95':>10} {'ratio p95':>9} {'RSS MiB':>8}")  # fmt: skip
+    print(header, flush=True)
+    results["recall"] = []
+    for size in (int(s) for s in args.sizes.split(",") if s):
+        row = bench_recall(size, args.queries, embedder, args.k)
+        results["recall"].append(row)
+        print(f"{row['memories']:>9} {row['grounded_share']:>8.0%} {row['ramem_p50_ms']:>10.1f} "
+              f"{row['ramem_p95_ms']:>10.1f} {row['plain_p50_ms']:>10.1f} "
+              f"{row['plain_p95_ms']:>10.1f} {row['ratio_p95']:>9.2f} "
+              f"{row['peak_rss_mb']:>8.0f}", flush=True)  # fmt: skip
+
+    if not args.skip_locomo:
+        locomo = bench_locomo(embedder, args.k)
+        results["locomo_recall"] = locomo
+        if locomo is None:
+            print("\nLoCoMo dev split not found: skipped Recall@10", flush=True)
+        else:
+            cats = ["multi-hop", "temporal", "open-domain", "single-hop", "overall"]
+            print(f"\n== LoCoMo dev evidence Recall@{args.k} ({locomo['questions']} questions)")
+            print(f"{'system':>8} " + " ".join(f"{c:>11}" for c in cats))
+            for system in ("ramem", "content"):
+                print(f"{system:>8} " + " ".join(f"{locomo[system][c]:>11.3f}" for c in cats))
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""RaMem core: long-term memory for LLM agents that stays valid, not just relevant.
+
+Four stages: episodic anchoring (:mod:`.anchoring`), recall-condition induction
+(:mod:`.frames`), validity-aware retrieval (:mod:`.retrieval`) and context-preserved synthesis
+(:mod:`.synthesis`). :class:`RaMem` ties them together over a Chroma store.
+"""
+
+from ramem_core.anchoring import RuleAnchorer
+from ramem_core.errors import (
+    ConversationFormatError,
+    InvalidInputError,
+    ModelUnavailableError,
+    RaMemError,
+    StoreError,
+)
+from ramem_core.frames import RuleFrameInducer
+from ramem_core.loaders import conversation_from_dict, load_conversations
+from ramem_core.memory import IngestReport, RaMem, default_path
+from ramem_core.protocols import LLM, Anchorer, Embedder, FrameContext, FrameInducer, TokenCounter
+from ramem_core.retrieval import RetrievalConfig, Retriever
+from ramem_core.store.chroma import ChromaStore
+from ramem_core.synthesis import Answer, ContextBlock
+from ramem_core.types import (
+    Conversation,
+    EpisodicContext,
+    Evidence,
+    Granularity,
+    MemoryUnit,
+    RecallFrame,
+    Relation,
+    Session,
+    TimeConstraint,
+    TimeMention,
+    TimeSpan,
+    Turn,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LLM",
+    "Anchorer",
+    "Answer",
+    "ChromaStore",
+    "ContextBlock",
+    "Conversation",
+    "ConversationFormatError",
+    "Embedder",
+    "EpisodicContext",
+    "Evidence",
+    "FrameContext",
+    "FrameInducer",
+    "Granularity",
+    "IngestReport",
+    "InvalidInputError",
+    "MemoryUnit",
+    "ModelUnavailableError",
+    "RaMem",
+    "RaMemError",
+    "RecallFrame",
+    "Relation",
+    "RetrievalConfig",
+    "Retriever",
+    "RuleAnchorer",
+    "RuleFrameInducer",
+    "Session",
+    "StoreError",
+    "TimeConstraint",
+    "TimeMention",
+    "TimeSpan",
+    "TokenCounter",
+    "Turn",
+    "__version__",
+    "conversation_from_dict",
+    "default_path",
+    "load_conversations",
+]

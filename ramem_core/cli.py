@@ -1,0 +1,237 @@
+"""The ``ramem`` command: ingest conversations, ask questions, see recall frames, run the demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ramem_core.errors import RaMemError
+from ramem_core.temporal import describe, parse_timestamp
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ramem_core.memory import RaMem
+    from ramem_core.types import Evidence, RecallFrame
+
+
+def _open(args: argparse.Namespace, **kwargs: object) -> RaMem:
+    from ramem_core.memory import RaMem
+
+    return RaMem.open(args.path, host=args.host, port=args.port, namespace=args.namespace,
+                      **kwargs)  # type: ignore[arg-type]  # fmt: skip
+
+
+def _at(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    parsed = parse_timestamp(value)
+    if parsed is None:
+        msg = f"cannot parse --at {value!r}; use e.g. 2023-08-30 or '2023/05/30 (Tue) 23:40'"
+        raise SystemExit(msg)
+    return parsed
+
+
+def print_frame(console: Console, frame: RecallFrame) -> None:
+    """Show a recall frame: the need, each constraint and whether it is grounded."""
+    console.print(f"[bold]need[/bold]: {frame.need}")
+    if frame.now:
+        console.print(f"[bold]now[/bold]: {frame.now.day} {frame.now:%B %Y, %H:%M}")
+    for t in frame.times:
+        mark = "[green]grounded[/green]" if t.grounded else "[yellow]not used[/yellow]"
+        window = describe(t.window) if t.window else "-"
+        console.print(f"[bold]time[/bold]: {t.text!r} -> {window} ({mark}: {t.reason})")
+    if frame.participants:
+        console.print(f"[bold]participants[/bold]: {', '.join(frame.participants)}")
+    if not frame.is_grounded:
+        console.print("[dim]no grounded constraint: content retrieval only[/dim]")
+
+
+def print_evidence(console: Console, evidence: Sequence[Evidence], title: str = "") -> None:
+    """Show evidence as a table with its coordinates and why it is valid."""
+    from rich.table import Table
+
+    from ramem_core.synthesis import coordinates, resolved_content
+
+    table = Table(title=title or None, show_lines=True, expand=True)
+    for name, ratio in (("#", 1), ("said", 4), ("event", 4), ("who", 3), ("memory", 12),
+                        ("why valid", 6)):  # fmt: skip
+        table.add_column(name, ratio=ratio, overflow="fold")
+    for item in evidence:
+        coords = coordinates(item.unit)
+        table.add_row(
+            str(item.rank),
+            f"{coords.get('said', '?')}\n[dim]{item.unit.context.session_id}[/dim]",
+            coords.get("event", ""),
+            coords.get("who", ""),
+            resolved_content(item.unit),
+            "\n".join(item.satisfied) or "[dim]content match[/dim]",
+        )
+    console.print(table)
+
+
+def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
+    from rich.progress import Progress
+
+    from ramem_core.loaders import load_conversations
+
+    conversations = load_conversations(args.file, args.format)
+    memory = _open(args)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("embedding memories", total=None)
+        report = memory.add_conversations(
+            conversations, progress=lambda done, total: bar.update(task, completed=done,
+                                                                    total=total))  # fmt: skip
+    console.print(
+        f"ingested {report.conversations} conversation(s), {report.sessions} sessions, "
+        f"{report.turns} turns -> {report.units} memory units ({report.new_units} new) "
+        f"in namespace {memory.namespace!r}"
+    )
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace, console: Console) -> int:
+    from ramem_core.retrieval import RetrievalConfig
+
+    config = RetrievalConfig(context_ranking=args.system == "ramem")
+    memory = _open(args, config=config)
+    frame = memory.frame(args.question, at=_at(args.at))
+    console.rule(args.question)
+    print_frame(console, frame)
+    evidence = memory.retriever.retrieve(memory.namespace, frame, args.k)
+    print_evidence(console, evidence)
+    if args.prompt:
+        console.print(memory.format(evidence, max_tokens=args.max_tokens).text, markup=False)
+    return 0
+
+
+def cmd_frame(args: argparse.Namespace, console: Console) -> int:
+    frame = _open(args).frame(args.question, at=_at(args.at))
+    print_frame(console, frame)
+    return 0
+
+
+def cmd_namespaces(args: argparse.Namespace, console: Console) -> int:
+    memory = _open(args)
+    for ns in memory.store.namespaces():
+        console.print(f"{ns}: {memory.count(ns)} memories")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace, console: Console) -> int:
+    memory = _open(args)
+    if args.all:
+        memory.drop()
+        console.print(f"dropped namespace {memory.namespace!r}")
+        return 0
+    n = memory.delete(session_id=args.session, conversation_id=args.conversation)
+    console.print(f"deleted {n} memories")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, console: Console) -> int:
+    """Ingest the shipped two-friends conversation and compare RaMem with content retrieval."""
+    from ramem_core.memory import RaMem
+    from ramem_core.retrieval import RetrievalConfig
+
+    data = json.loads(
+        (resources.files("ramem_core") / "_data" / "demo_conversation.json").read_text("utf-8")
+    )
+    with tempfile.TemporaryDirectory(prefix="ramem-demo-") as tmp:
+        memory = RaMem.open(Path(args.path or tmp), namespace="demo")
+        content = RaMem(memory.store, namespace="demo",
+                        config=RetrievalConfig(context_ranking=False))  # fmt: skip
+        report = memory.add_conversation(data)
+        console.print(
+            f"[bold]RaMem demo[/bold]: {report.sessions} sessions between Alice and Ben "
+            f"(Feb-Nov 2023, two trips, two doctor visits) -> {report.units} situated memories"
+        )
+        hits = {"ramem": 0, "content": 0}
+        for q in data["questions"]:
+            expected = q["expected_session"]
+            console.rule(f"[bold]{q['question']}[/bold]  (answer in session {expected})")
+            frame = memory.frame(q["question"])
+            print_frame(console, frame)
+            for name, system in (("ramem", memory), ("content", content)):
+                evidence = system.retriever.retrieve("demo", frame, args.k)
+                ok = bool(evidence) and evidence[0].unit.context.session_id == expected
+                hits[name] += ok
+                label = "RaMem (valid first)" if name == "ramem" else "content-only (dense+BM25)"
+                verdict = "[green]right episode[/green]" if ok else "[red]wrong episode[/red]"
+                print_evidence(console, evidence, f"{label}: top-1 {verdict}")
+        n = len(data["questions"])
+        console.rule("summary")
+        console.print(
+            f"top-1 from the right episode: RaMem {hits['ramem']}/{n}, "
+            f"content-only {hits['content']}/{n}"
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ramem`` command."""
+    parser = argparse.ArgumentParser(prog="ramem", description=__doc__)
+    parser.add_argument("--path", help="memory directory (default: $RAMEM_HOME or "
+                        "~/.local/share/ramem)")  # fmt: skip
+    parser.add_argument("--host", help="use a Chroma server (chroma run) at this host")
+    parser.add_argument("--port", type=int, default=8000, help="Chroma server port")
+    parser.add_argument("--namespace", default="default", help="tenant (default: default)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="add conversations from a JSON file")
+    p.add_argument("file")
+    p.add_argument("--format", default="auto", choices=["auto", "ramem", "locomo", "longmemeval"])
+    p.set_defaults(func=cmd_ingest)
+
+    commands = (
+        ("ask", cmd_ask, "recall situated evidence for a question"),
+        ("frame", cmd_frame, "show the recall frame of a question"),
+    )
+    for name, func, text in commands:
+        p = sub.add_parser(name, help=text)
+        p.add_argument("question")
+        p.add_argument("--at", help="the question's own time (default: end of the last session)")
+        if name == "ask":
+            p.add_argument("--k", type=int, default=5)
+            p.add_argument("--system", choices=["ramem", "content"], default="ramem")
+            p.add_argument("--prompt", action="store_true", help="also print the rendered context")
+            p.add_argument("--max-tokens", type=int, default=2000)
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("namespaces", help="list namespaces")
+    p.set_defaults(func=cmd_namespaces)
+
+    p = sub.add_parser("delete", help="delete memories of a session or conversation")
+    p.add_argument("--session")
+    p.add_argument("--conversation")
+    p.add_argument("--all", action="store_true", help="drop the whole namespace")
+    p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("demo", help="ingest a shipped conversation and compare with content-only")
+    p.add_argument("--k", type=int, default=3)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ramem`` console script."""
+    from rich.console import Console
+
+    args = build_parser().parse_args(argv)
+    console = Console()
+    try:
+        return int(args.func(args, console))
+    except RaMemError as exc:
+        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

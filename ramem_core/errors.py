@@ -1,0 +1,59 @@
+"""The RaMem error hierarchy.
+
+    RaMemError
+    ├── InvalidInputError (also a ValueError)
+    │   └── ConversationFormatError   a conversation file or object is malformed
+    ├── StoreError                    the Chroma store failed or is inconsistent
+    └── ModelUnavailableError         an embedding model or data file is missing
+
+Every message names what was wrong and where (file, session, turn), so a user can fix the input.
+Nothing is half-written when one of these is raised during ingest.
+"""
+
+from __future__ import annotations
+
+
+class RaMemError(Exception):
+    """Base class of every error RaMem raises on purpose."""
+
+
+class InvalidInputError(RaMemError, ValueError):
+    """An argument or an input value is not acceptable."""
+
+
+class ConversationFormatError(InvalidInputError):
+    """A conversation (file, JSON object or Python object) is malformed.
+
+    Attributes:
+        source: the file or object the conversation came from, if known.
+        session: the session id where the problem is, if known.
+        turn: the turn id or index where the problem is, if known.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        source: str | None = None,
+        session: str | None = None,
+        turn: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.source = source
+        self.session = session
+        self.turn = turn
+        where = [
+            f"{label} {value!r}"
+            for label, value in (("file", source), ("session", session), ("turn", turn))
+            if value is not None
+        ]
+        msg = f"{problem} ({', '.join(where)})" if where else problem
+        super().__init__(msg)
+
+
+class StoreError(RaMemError):
+    """The memory store failed; the message says which operation."""
+
+
+class ModelUnavailableError(RaMemError):
+    """A model or data file RaMem needs is not installed."""

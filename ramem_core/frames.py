@@ -1,0 +1,168 @@
+"""Stage 2 of RaMem: recall-condition induction.
+
+A query is split into an information need and a recall frame: time windows, participants and
+temporal relations ("after the trip"). Relative expressions are grounded against the
+conversation's own "now" (the caller's query time, else the end of the last session), never the
+wall clock. A constraint is marked grounded only when it resolved unambiguously inside the
+memory's date range; anything else is kept for display but never used to filter.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from ramem_core.anchoring import mentioned_names
+from ramem_core.protocols import FrameContext
+from ramem_core.temporal import (
+    NUMBER_PATTERN,
+    day_span,
+    month_span,
+    number_word,
+    resolve_all,
+    shift_months,
+    week_span,
+    year_span,
+)
+from ramem_core.types import Granularity, RecallFrame, Relation, TimeConstraint, TimeSpan
+
+_RELATION_WORDS = {
+    "before": Relation.BEFORE, "prior to": Relation.BEFORE, "until": Relation.BEFORE,
+    "after": Relation.AFTER, "following": Relation.AFTER, "since": Relation.AFTER,
+    "during": Relation.DURING, "while": Relation.DURING,
+}  # fmt: skip
+_RELATION = re.compile(
+    rf"\b(?:(?P<n>{NUMBER_PATTERN})\s+(?P<unit>day|week|month|year)s?\s+)?"
+    r"(?P<rel>before|prior to|until|after|following|since|during|while)\s+"
+    r"(?P<anchor>[^?.!,;]+)",
+    re.IGNORECASE,
+)
+_SECOND = timedelta(seconds=1)
+
+
+def _offset_span(anchor: TimeSpan, amount: int, unit: str, relation: Relation) -> TimeSpan:
+    """The span ``amount`` units before/after ``anchor`` ("two weeks before the trip")."""
+    sign = -1 if relation is Relation.BEFORE else 1
+    moment = anchor.start if relation is Relation.BEFORE else anchor.end
+    if unit == "day":
+        return day_span(moment + sign * timedelta(days=amount))
+    if unit == "week":
+        return week_span(moment + sign * timedelta(weeks=amount))
+    if unit == "month":
+        return month_span(*shift_months(moment, sign * amount))
+    return year_span(moment.year + sign * amount)
+
+
+def relation_window(
+    anchor: TimeSpan, relation: Relation, memory_range: TimeSpan
+) -> TimeSpan | None:
+    """The window a relation to ``anchor`` selects inside the memory's range."""
+    if relation is Relation.DURING:
+        return anchor
+    if relation is Relation.BEFORE:
+        start, end = memory_range.start, anchor.start - _SECOND
+    else:
+        start, end = anchor.end + _SECOND, memory_range.end
+    if end < start:
+        return None
+    return TimeSpan(start, end, Granularity.DAY)
+
+
+def _with_year(span: TimeSpan, year: int) -> TimeSpan | None:
+    """The same month (or day) of a yearless expression in another ``year``."""
+    if span.granularity is Granularity.MONTH:
+        return month_span(year, span.start.month)
+    try:
+        return day_span(span.start.replace(year=year))
+    except ValueError:  # 29 February in a common year
+        return None
+
+
+class RuleFrameInducer:
+    """Rule-based recall-frame induction (no LLM)."""
+
+    def induce(self, query: str, context: FrameContext) -> RecallFrame:
+        """Split ``query`` into its need and a frame grounded against ``context``."""
+        participants = tuple(mentioned_names(query, context.participants))
+        times: list[TimeConstraint] = []
+        removed: list[tuple[int, int]] = []
+
+        relation = _RELATION.search(query)
+        if relation is not None:
+            constraint = self._relation(relation, context)
+            if constraint is not None:
+                times.append(constraint)
+                if constraint.grounded:
+                    removed.append(relation.span())
+
+        for start, end, text, resolved in resolve_all(query, context.now or datetime.min):
+            if any(s <= start and end <= e for s, e in removed) or (
+                relation is not None and relation.start() <= start < relation.end()
+            ):
+                continue  # part of a relation clause, handled above
+            constraint = self._ground(text, resolved.span, resolved.yearless, context)
+            times.append(constraint)
+            if constraint.grounded:
+                removed.append((start, end))
+
+        need = query
+        for start, end in sorted(removed, reverse=True):
+            need = need[:start] + need[end:]
+        need = re.sub(r"\s+([?.!,])", r"\1", " ".join(need.split())) or query
+        return RecallFrame(query, need, context.now, tuple(times), participants)
+
+    def _ground(
+        self, text: str, span: TimeSpan, yearless: bool, context: FrameContext
+    ) -> TimeConstraint:
+        memory = context.memory_range
+        if context.now is None or memory is None:
+            return TimeConstraint(text, None, False, reason="the memory is empty: no 'now'")
+        if yearless:
+            # "in May" with no year: grounded only if exactly one May lies in the memory's range
+            candidates = [
+                s for y in range(memory.start.year, memory.end.year + 1)
+                if (s := _with_year(span, y)) is not None and s.overlaps(memory)
+            ]  # fmt: skip
+            past = [s for s in candidates if s.start <= context.now]
+            if len(past) == 1:  # a question about memory asks about the past first
+                candidates = past
+            if len(candidates) != 1:
+                years = ", ".join(str(c.start.year) for c in candidates) or "none in range"
+                return TimeConstraint(text, None, False, reason=f"ambiguous year ({years})")
+            span = candidates[0]
+        if not span.overlaps(memory):
+            return TimeConstraint(text, span, False, reason="outside the conversation's dates")
+        return TimeConstraint(text, span, True, reason=f"relative to {context.now:%d %B %Y}")
+
+    def _relation(self, m: re.Match[str], context: FrameContext) -> TimeConstraint | None:
+        relation = _RELATION_WORDS[" ".join(m.group("rel").lower().split())]
+        anchor_text = m.group("anchor").strip()
+        memory = context.memory_range
+        text = m.group(0).strip()
+        if context.now is None or memory is None:
+            return TimeConstraint(text, None, False, relation, anchor_text, "the memory is empty")
+        # the anchor is a time ("after May 2023") or an event found in memory ("after the trip")
+        inner = resolve_all(anchor_text, context.now)
+        if inner and inner[0][0] == 0:
+            grounded = self._ground(inner[0][2], inner[0][3].span, inner[0][3].yearless, context)
+            anchor = grounded.window if grounded.grounded else None
+            source = "time"
+        else:
+            anchor = context.locate(anchor_text)
+            source = "event found in memory"
+        if anchor is None:
+            reason = f"anchor {anchor_text!r} not found unambiguously in memory"
+            return TimeConstraint(text, None, False, relation, anchor_text, reason)
+        if m.group("n"):
+            amount = number_word(m.group("n"))
+            if amount is None or relation is Relation.DURING:
+                return TimeConstraint(text, None, False, relation, anchor_text, "vague offset")
+            window: TimeSpan | None = _offset_span(anchor, amount, m.group("unit").lower(),
+                                                   relation)  # fmt: skip
+        else:
+            window = relation_window(anchor, relation, memory)
+        if window is None or not window.overlaps(memory):
+            return TimeConstraint(text, window, False, relation, anchor_text,
+                                  "outside the conversation's dates")  # fmt: skip
+        return TimeConstraint(text, window, True, relation, anchor_text,
+                              f"{relation.value} {source}")  # fmt: skip

@@ -1,0 +1,442 @@
+"""The RaMem facade: open a memory, add conversations or turns, recall situated evidence."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from ramem_core.anchoring import RuleAnchorer
+from ramem_core.errors import InvalidInputError
+from ramem_core.frames import RuleFrameInducer
+from ramem_core.loaders import MAX_TURN_CHARS, Format, conversation_from_dict, load_conversations
+from ramem_core.loaders import validate as validate_conversation
+from ramem_core.protocols import LLM, Anchorer, Embedder, FrameContext, FrameInducer, TokenCounter
+from ramem_core.retrieval import RetrievalConfig, Retriever
+from ramem_core.store.chroma import ChromaStore, check_namespace
+from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget
+from ramem_core.types import (
+    Conversation,
+    Evidence,
+    Granularity,
+    MemoryUnit,
+    RecallFrame,
+    Session,
+    TimeSpan,
+    Turn,
+)
+
+Progress = Callable[[int, int], None]
+_EMBED_CHUNK = 256
+
+
+def default_path() -> Path:
+    """Where a persistent memory lives by default: ``$RAMEM_HOME``, else
+    ``$XDG_DATA_HOME/ramem``, else ``~/.local/share/ramem``."""
+    if home := os.environ.get("RAMEM_HOME"):
+        return Path(home)
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "ramem"
+
+
+def _naive(moment: datetime) -> datetime:
+    if moment.tzinfo is not None:
+        return moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    """What an ingest did: memory units written and turns/sessions they cover."""
+
+    conversations: int
+    sessions: int
+    turns: int
+    units: int
+    new_units: int
+
+
+@dataclass(slots=True)
+class _LiveSession:
+    session_id: str
+    session_index: int
+    start: datetime
+    last: datetime
+    turns: int
+    speakers: list[str]
+    closed: bool = False
+
+
+class RaMem:
+    """Long-term memory that retrieves evidence valid for the question, not just similar to it.
+
+    Args:
+        store: where memories live (see :meth:`open` for the usual ways to get one).
+        anchorer: stage 1; defaults to :class:`RuleAnchorer`.
+        inducer: stage 2; defaults to :class:`RuleFrameInducer`.
+        config: stage 3 switches.
+        counter: token counter for stage 4 budgets; defaults to tiktoken ``cl100k_base``.
+        llm: optional model for :meth:`answer`.
+        namespace: the default namespace (tenant) of every call.
+        session_gap: a pause after which :meth:`add_turn` opens a new session.
+    """
+
+    def __init__(
+        self,
+        store: ChromaStore,
+        *,
+        anchorer: Anchorer | None = None,
+        inducer: FrameInducer | None = None,
+        config: RetrievalConfig | None = None,
+        counter: TokenCounter | None = None,
+        llm: LLM | None = None,
+        namespace: str = "default",
+        session_gap: timedelta = timedelta(hours=1),
+    ) -> None:
+        self.store = store
+        self.embedder: Embedder = store.embedder
+        self.anchorer: Anchorer = anchorer or RuleAnchorer()
+        self.inducer: FrameInducer = inducer or RuleFrameInducer()
+        self.retriever = Retriever(store, self.embedder, config)
+        self.llm = llm
+        self.namespace = check_namespace(namespace)
+        self.session_gap = session_gap
+        self._counter = counter
+        self._live: dict[tuple[str, str], _LiveSession] = {}
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None = None,
+        *,
+        host: str | None = None,
+        port: int = 8000,
+        embedder: Embedder | None = None,
+        **kwargs: Any,
+    ) -> RaMem:
+        """Open a memory: a local directory (default :func:`default_path`) or, with ``host``,
+        a Chroma server started with ``chroma run``. Keyword arguments go to :class:`RaMem`."""
+        if embedder is None:
+            from ramem_core.embedding import MiniLMEmbedder
+
+            embedder = MiniLMEmbedder()
+        if host is not None:
+            store = ChromaStore.http(host, port, embedder)
+        else:
+            store = ChromaStore.persistent(path or default_path(), embedder)
+        return cls(store, **kwargs)
+
+    @classmethod
+    def ephemeral(cls, *, embedder: Embedder | None = None, **kwargs: Any) -> RaMem:
+        """An in-memory memory (nothing persists), e.g. for demos and tests."""
+        if embedder is None:
+            from ramem_core.embedding import MiniLMEmbedder
+
+            embedder = MiniLMEmbedder()
+        return cls(ChromaStore.ephemeral(embedder), **kwargs)
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter (tiktoken ``cl100k_base`` unless one was given)."""
+        if self._counter is None:
+            from ramem_core.tokens import TiktokenCounter
+
+            self._counter = TiktokenCounter()
+        return self._counter
+
+    def _ns(self, namespace: str | None) -> str:
+        return check_namespace(namespace) if namespace is not None else self.namespace
+
+    # ------------------------------------------------------------------ writing
+
+    def add_conversation(
+        self,
+        conversation: Conversation | Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Anchor and store a whole conversation; re-adding the same one changes nothing.
+
+        Args:
+            conversation: a :class:`Conversation` or a dict in RaMem's JSON format.
+            namespace: the tenant to store it in.
+            progress: called with ``(done, total)`` memory units while embedding.
+
+        Raises:
+            ConversationFormatError: the conversation is malformed; nothing is written.
+        """
+        return self.add_conversations([conversation], namespace=namespace, progress=progress)
+
+    def add_conversations(
+        self,
+        conversations: Sequence[Conversation | Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Anchor and store several conversations at once (all validated before any write)."""
+        ns = self._ns(namespace)
+        parsed = [
+            validate_conversation(c) if isinstance(c, Conversation) else conversation_from_dict(c)
+            for c in conversations
+        ]
+        units = [u for c in parsed for u in self.anchorer.anchor(c)]
+        return self._write(ns, parsed, units, progress)
+
+    def add_file(
+        self,
+        path: str | Path,
+        *,
+        format: Format = "auto",  # noqa: A002
+        namespace: str | None = None,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Read a JSON file (RaMem, LoCoMo or LongMemEval format) and store its conversations."""
+        return self.add_conversations(
+            load_conversations(path, format), namespace=namespace, progress=progress
+        )
+
+    def _write(
+        self,
+        namespace: str,
+        conversations: Sequence[Conversation],
+        units: Sequence[MemoryUnit],
+        progress: Progress | None,
+    ) -> IngestReport:
+        ids = [u.id for u in units]
+        if len(set(ids)) != len(ids):
+            msg = "two memory units got the same id: session or turn ids repeat across inputs"
+            raise InvalidInputError(msg)
+        chunks = []
+        for begin in range(0, len(units), _EMBED_CHUNK):
+            batch = units[begin : begin + _EMBED_CHUNK]
+            chunks.append(self.embedder.embed([u.content for u in batch]))
+            if progress is not None:
+                progress(min(begin + _EMBED_CHUNK, len(units)), len(units))
+        with self._lock:
+            before = set(self.store.existing_ids(namespace, ids))
+            if units:
+                import numpy as np
+
+                self.store.upsert(namespace, units, np.concatenate(chunks))
+            self.retriever.invalidate(namespace)
+        return IngestReport(
+            conversations=len(conversations),
+            sessions=sum(len(c.sessions) for c in conversations),
+            turns=sum(len(s.turns) for c in conversations for s in c.sessions),
+            units=len(units),
+            new_units=len(units) - len(before),
+        )
+
+    def add_turn(
+        self,
+        speaker: str,
+        text: str,
+        *,
+        at: datetime,
+        conversation_id: str = "live",
+        namespace: str | None = None,
+        image_caption: str | None = None,
+        new_session: bool = False,
+    ) -> MemoryUnit:
+        """Record one message as it arrives (agents).
+
+        A session opens implicitly after a pause longer than ``session_gap``, or explicitly
+        with ``new_session=True`` or :meth:`end_session`. The session's span grows with each
+        turn, and the memories already stored for it are updated to the new span.
+
+        Returns:
+            The stored memory unit.
+        """
+        ns = self._ns(namespace)
+        if not isinstance(at, datetime):
+            msg = f"'at' must be a datetime, got {type(at).__name__}"
+            raise InvalidInputError(msg)
+        if not isinstance(speaker, str) or not speaker.strip():
+            raise InvalidInputError("a turn needs a speaker")
+        if not isinstance(text, str) or (not text.strip() and not image_caption):
+            raise InvalidInputError(f"empty turn from {speaker!r}")
+        if len(text) > MAX_TURN_CHARS:
+            msg = f"turn has {len(text)} characters (limit {MAX_TURN_CHARS})"
+            raise InvalidInputError(msg)
+        moment = _naive(at)
+        with self._lock:
+            live = self._live_session(ns, conversation_id)
+            if live is None or new_session or live.closed or moment - live.last > self.session_gap:
+                index = 0 if live is None else live.session_index + 1
+                sid = f"{conversation_id}-s{index + 1}"
+                live = _LiveSession(sid, index, moment, moment, 0, [])
+            live.turns += 1
+            live.last = max(live.last, moment)
+            if speaker not in live.speakers:
+                live.speakers.append(speaker)
+            turn = Turn(f"{live.session_id}:{live.turns}", speaker, text, moment, image_caption)
+            conversation = Conversation(
+                conversation_id,
+                (Session(live.session_id, (turn,), moment),),
+                tuple(live.speakers),
+            )
+            span = TimeSpan(live.start, live.last, Granularity.INSTANT)
+            [unit] = self.anchorer.anchor(conversation)
+            unit = replace(
+                unit,
+                context=replace(unit.context, session_span=span, session_index=live.session_index,
+                                turn_index=live.turns - 1),
+            )  # fmt: skip
+            earlier = self.store.get(ns, where={"session_id": live.session_id})
+            self.store.upsert(ns, [unit], self.embedder.embed([unit.content]))
+            self.store.update_metadata(
+                ns,
+                [
+                    replace(u, context=replace(u.context, session_span=span))
+                    for u in earlier
+                    if u.context.conversation_id == conversation_id and u.id != unit.id
+                ],
+            )
+            self._live[(ns, conversation_id)] = live
+            self.retriever.invalidate(ns)
+            return unit
+
+    def _live_session(self, namespace: str, conversation_id: str) -> _LiveSession | None:
+        cached = self._live.get((namespace, conversation_id))
+        if cached is not None:
+            return cached
+        units = self.store.get(namespace, where={"conversation_id": conversation_id})
+        if not units:
+            return None
+        last_index = max(u.context.session_index for u in units)
+        session = [u for u in units if u.context.session_index == last_index]
+        spans = [u.context.session_span for u in session if u.context.session_span is not None]
+        if not spans:
+            return None
+        return _LiveSession(
+            session_id=session[0].context.session_id,
+            session_index=last_index,
+            start=min(s.start for s in spans),
+            last=max(s.end for s in spans),
+            turns=max(u.context.turn_index for u in session) + 1,
+            speakers=list(dict.fromkeys(u.context.speaker for u in session)),
+        )
+
+    def end_session(self, conversation_id: str = "live", *, namespace: str | None = None) -> None:
+        """Close the open live session: the next :meth:`add_turn` starts a new one."""
+        with self._lock:
+            live = self._live_session(self._ns(namespace), conversation_id)
+            if live is not None:
+                live.closed = True
+                self._live[(self._ns(namespace), conversation_id)] = live
+
+    # ------------------------------------------------------------------ deleting
+
+    def delete(
+        self,
+        *,
+        namespace: str | None = None,
+        unit_ids: Sequence[str] | None = None,
+        session_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> int:
+        """Delete memories by unit ids, by session, or by conversation; returns the count."""
+        ns = self._ns(namespace)
+        clauses: list[dict[str, Any]] = []
+        if session_id is not None:
+            clauses.append({"session_id": session_id})
+        if conversation_id is not None:
+            clauses.append({"conversation_id": conversation_id})
+        if unit_ids is None and not clauses:
+            raise InvalidInputError("delete needs unit_ids, session_id or conversation_id")
+        with self._lock:
+            if unit_ids is not None:
+                deleted = self.store.delete(ns, ids=unit_ids)
+            else:
+                where = clauses[0] if len(clauses) == 1 else {"$and": clauses}
+                deleted = self.store.delete(ns, where=where)
+            self._live = {k: v for k, v in self._live.items() if k[0] != ns}
+            self.retriever.invalidate(ns)
+        return deleted
+
+    def drop(self, namespace: str | None = None) -> None:
+        """Delete a whole namespace."""
+        ns = self._ns(namespace)
+        with self._lock:
+            self.store.drop(ns)
+            self._live = {k: v for k, v in self._live.items() if k[0] != ns}
+            self.retriever.invalidate(ns)
+
+    def count(self, namespace: str | None = None) -> int:
+        """Number of memory units in a namespace."""
+        return self.store.count(self._ns(namespace))
+
+    # ------------------------------------------------------------------ reading
+
+    def frame(
+        self, query: str, *, at: datetime | None = None, namespace: str | None = None
+    ) -> RecallFrame:
+        """Stage 2: the recall frame of ``query``, grounded against this memory."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("the query is empty")
+        ns = self._ns(namespace)
+        now = _naive(at) if at is not None else None
+        if now is None and (last := self.retriever.last_session_end(ns)) is not None:
+            now = last.end
+        context = FrameContext(
+            now=now,
+            memory_range=self.retriever.time_range(ns),
+            participants=self.retriever.snapshot(ns).names,
+            locate=lambda phrase: self.retriever.locate(ns, phrase),
+        )
+        return self.inducer.induce(query, context)
+
+    def recall(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        at: datetime | None = None,
+        namespace: str | None = None,
+    ) -> list[Evidence]:
+        """The ``k`` best memories for ``query``: valid ones first, relevant ones after.
+
+        Args:
+            query: the question.
+            k: how many memories to return.
+            at: the query's own time (e.g. LongMemEval's question date); by default the end
+                of the last session. Never the wall clock.
+            namespace: the tenant to search.
+        """
+        ns = self._ns(namespace)
+        return self.retriever.retrieve(ns, self.frame(query, at=at, namespace=ns), k)
+
+    def format(
+        self, evidence: Sequence[Evidence], *, max_tokens: int | None = None,
+        with_context: bool = True,
+    ) -> ContextBlock:  # fmt: skip
+        """Stage 4: render evidence with its coordinates, cut to ``max_tokens``."""
+        return fit_budget(evidence, self.counter, max_tokens, with_context=with_context,
+                          session_context=self.retriever.config.session_context)  # fmt: skip
+
+    def answer(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        at: datetime | None = None,
+        namespace: str | None = None,
+        llm: LLM | None = None,
+        max_tokens: int | None = 2000,
+    ) -> Answer:
+        """Recall, render with coordinates, and ask ``llm`` (or the memory's LLM) to answer."""
+        model = llm or self.llm
+        if model is None:
+            raise InvalidInputError("answer needs an LLM: pass llm= or construct RaMem(llm=...)")
+        frame = self.frame(query, at=at, namespace=namespace)
+        evidence = self.retriever.retrieve(self._ns(namespace), frame, k)
+        return answer(query, self.format(evidence, max_tokens=max_tokens), model, frame.now)

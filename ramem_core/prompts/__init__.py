@@ -1,0 +1,5 @@
+"""Prompt templates of RaMem, as named constants (no logic lives here)."""
+
+from ramem_core.prompts.answer import ANSWER_PROMPT, ANSWER_PROMPT_VERSION
+
+__all__ = ["ANSWER_PROMPT", "ANSWER_PROMPT_VERSION"]

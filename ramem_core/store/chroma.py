@@ -1,0 +1,313 @@
+"""Chroma adapter: the only module of RaMem that imports ``chromadb``.
+
+One collection per namespace (tenant). Episodic fields are metadata (see :mod:`.codec`);
+vectors always come from RaMem's embedder, never from Chroma's default embedding function
+(which downloads a model at first use and fails offline).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ramem_core.errors import InvalidInputError, StoreError
+from ramem_core.protocols import Embedder
+from ramem_core.store.codec import from_record, to_metadata
+from ramem_core.types import MemoryUnit
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+
+_NAMESPACE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,120}[A-Za-z0-9])?$")
+_BATCH = 2000  # below Chroma's max batch size on every backend
+Where = Mapping[str, Any]
+
+
+def _settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False, allow_reset=False)
+
+
+def _embedding_function(embedder: Embedder) -> Any:
+    """Wrap RaMem's embedder in Chroma's EmbeddingFunction interface.
+
+    Chroma calls ``build_from_config`` even while creating a collection; a config naming
+    another model than the wrapped embedder's gives an embedder-less function whose use fails,
+    so a collection is never silently embedded with the wrong model.
+    """
+    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+
+    class RaMemEmbeddingFunction(EmbeddingFunction[Documents]):
+        def __init__(self, wrapped: Embedder | None = None) -> None:
+            self._embedder = wrapped
+
+        def __call__(self, input: Documents) -> Embeddings:  # noqa: A002 - Chroma's signature
+            if self._embedder is None:
+                msg = "RaMem collections need RaMem's embedder: open them through ramem_core"
+                raise StoreError(msg)
+            return list(self._embedder.embed(list(input)))
+
+        @staticmethod
+        def name() -> str:
+            return "ramem"
+
+        def get_config(self) -> dict[str, Any]:
+            return {"model": self._embedder.name if self._embedder else ""}
+
+        @staticmethod
+        def build_from_config(config: dict[str, Any]) -> RaMemEmbeddingFunction:
+            same = config.get("model") == embedder.name
+            return RaMemEmbeddingFunction(embedder if same else None)
+
+        def default_space(self) -> Any:
+            return "cosine"
+
+        def supported_spaces(self) -> Any:
+            return ["cosine", "l2", "ip"]
+
+    return RaMemEmbeddingFunction(embedder)
+
+
+def check_namespace(namespace: str) -> str:
+    """Return ``namespace`` if it can name a collection, else raise InvalidInputError."""
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        msg = (
+            f"invalid namespace {namespace!r}: use 1-122 letters, digits, '.', '_' or '-', "
+            "starting and ending with a letter or digit"
+        )
+        raise InvalidInputError(msg)
+    return namespace
+
+
+class ChromaStore:
+    """Memory units in Chroma collections, one per namespace.
+
+    Args:
+        client: any Chroma client (persistent, ephemeral or HTTP).
+        embedder: the embedder whose vectors the collections hold; its name is recorded in each
+            collection and checked on open, so vectors of two models are never mixed.
+        prefix: prefix of the collection names RaMem owns.
+    """
+
+    def __init__(self, client: ClientAPI, embedder: Embedder, *, prefix: str = "ramem") -> None:
+        self.client = client
+        self.embedder = embedder
+        self.prefix = prefix
+        self._collections: dict[str, Collection] = {}
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def persistent(cls, path: str | Path, embedder: Embedder) -> ChromaStore:
+        """A store in a local directory (Chroma ``PersistentClient``)."""
+        import chromadb
+
+        Path(path).mkdir(parents=True, exist_ok=True)
+        return cls(chromadb.PersistentClient(path=str(path), settings=_settings()), embedder)
+
+    @classmethod
+    def ephemeral(cls, embedder: Embedder) -> ChromaStore:
+        """An in-memory store (Chroma ``EphemeralClient``); in-process clients share it."""
+        import chromadb
+
+        return cls(chromadb.EphemeralClient(settings=_settings()), embedder)
+
+    @classmethod
+    def http(cls, host: str, port: int, embedder: Embedder) -> ChromaStore:
+        """A store on a Chroma server started with ``chroma run``."""
+        import chromadb
+
+        try:
+            client = chromadb.HttpClient(host=host, port=port, settings=_settings())
+        except Exception as exc:  # chromadb raises plain exceptions when the server is down
+            msg = f"cannot reach the Chroma server at {host}:{port}: {exc}"
+            raise StoreError(msg) from exc
+        return cls(client, embedder)
+
+    # ------------------------------------------------------------------ collections
+
+    def _name(self, namespace: str) -> str:
+        return f"{self.prefix}_{check_namespace(namespace)}"
+
+    def collection(self, namespace: str) -> Collection:
+        """The collection of ``namespace``, created on first use."""
+        cached = self._collections.get(namespace)
+        if cached is not None:
+            return cached
+        name = self._name(namespace)
+        try:
+            collection = self.client.get_or_create_collection(
+                name,
+                embedding_function=_embedding_function(self.embedder),
+                metadata={
+                    "hnsw:space": "cosine",
+                    "ramem_embedder": self.embedder.name,
+                    "ramem_dimension": self.embedder.dimension,
+                },
+            )
+        except Exception as exc:
+            msg = f"cannot open collection {name!r}: {exc}"
+            raise StoreError(msg) from exc
+        stored = (collection.metadata or {}).get("ramem_embedder")
+        if stored is not None and stored != self.embedder.name:
+            msg = (
+                f"namespace {namespace!r} holds vectors of {stored!r}, not of "
+                f"{self.embedder.name!r}; open it with the same embedder or use another namespace"
+            )
+            raise StoreError(msg)
+        self._collections[namespace] = collection
+        return collection
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that have a collection in this store."""
+        names = [c if isinstance(c, str) else c.name for c in self.client.list_collections()]
+        start = f"{self.prefix}_"
+        return sorted(n[len(start) :] for n in names if n.startswith(start))
+
+    def drop(self, namespace: str) -> None:
+        """Delete the namespace and every memory in it."""
+        name = self._name(namespace)
+        self._collections.pop(namespace, None)
+        if namespace in self.namespaces():
+            self.client.delete_collection(name)
+
+    # ------------------------------------------------------------------ writes
+
+    def upsert(
+        self, namespace: str, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Insert or replace ``units`` (with their ``vectors``); all or nothing per call.
+
+        If a batch fails, the units this call added are deleted again, so a failed ingest leaves
+        the namespace as it was except for replaced units that had identical ids.
+        """
+        if len(units) != len(vectors):
+            msg = f"{len(units)} units but {len(vectors)} vectors"
+            raise InvalidInputError(msg)
+        if not units:
+            return
+        collection = self.collection(namespace)
+        ids = [u.id for u in units]
+        existing = set(self.existing_ids(namespace, ids))
+        written: list[str] = []
+        try:
+            for begin in range(0, len(units), _BATCH):
+                batch = units[begin : begin + _BATCH]
+                collection.upsert(
+                    ids=[u.id for u in batch],
+                    documents=[u.content for u in batch],
+                    embeddings=vectors[begin : begin + _BATCH],
+                    metadatas=[to_metadata(u) for u in batch],  # type: ignore[misc]
+                )
+                written.extend(u.id for u in batch)
+        except Exception as exc:
+            fresh = [i for i in written if i not in existing]
+            if fresh:
+                collection.delete(ids=fresh)
+            msg = f"writing {len(units)} memories to namespace {namespace!r} failed: {exc}"
+            raise StoreError(msg) from exc
+
+    def update_metadata(self, namespace: str, units: Sequence[MemoryUnit]) -> None:
+        """Rewrite the episodic metadata of stored ``units`` (content and vectors unchanged)."""
+        if units:
+            self.collection(namespace).update(
+                ids=[u.id for u in units],
+                metadatas=[to_metadata(u) for u in units],  # type: ignore[misc]
+            )
+
+    def delete(self, namespace: str, *, ids: Sequence[str] | None = None,
+               where: Where | None = None) -> int:  # fmt: skip
+        """Delete memories by id or by a metadata filter; returns how many were deleted."""
+        collection = self.collection(namespace)
+        if ids is not None:
+            found = self.existing_ids(namespace, ids)
+            if found:
+                collection.delete(ids=found)
+            return len(found)
+        if where is None:
+            msg = "delete needs ids or a where filter"
+            raise InvalidInputError(msg)
+        found = collection.get(where=where, include=[])["ids"]  # type: ignore[arg-type]
+        if found:
+            collection.delete(ids=found)
+        return len(found)
+
+    # ------------------------------------------------------------------ reads
+
+    def count(self, namespace: str) -> int:
+        """Number of memories in ``namespace``."""
+        return int(self.collection(namespace).count())
+
+    def existing_ids(self, namespace: str, ids: Sequence[str]) -> list[str]:
+        """The ids among ``ids`` that are stored."""
+        if not ids:
+            return []
+        return list(self.collection(namespace).get(ids=list(ids), include=[])["ids"])
+
+    def get(self, namespace: str, *, ids: Sequence[str] | None = None,
+            where: Where | None = None) -> list[MemoryUnit]:  # fmt: skip
+        """Memories by id or filter (all of them when neither is given)."""
+        return self._get(namespace, ids=ids, where=where)[0]
+
+    def load(self, namespace: str) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
+        """Every memory of ``namespace`` with its vector (rows in the same order)."""
+        units, vectors = self._get(namespace, vectors=True)
+        return units, vectors
+
+    def _get(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        where: Where | None = None,
+        vectors: bool = False,
+    ) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
+        collection = self.collection(namespace)
+        include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
+        units: list[MemoryUnit] = []
+        rows: list[npt.NDArray[np.float32]] = []
+        offset = 0
+        while True:  # page through: one huge get would hold everything twice in memory
+            kwargs: dict[str, Any] = {"include": include, "limit": _BATCH, "offset": offset}
+            if ids is not None:
+                kwargs["ids"] = list(ids)
+            if where is not None:
+                kwargs["where"] = where
+            result = collection.get(**kwargs)
+            documents = result["documents"] or []
+            metadatas = result["metadatas"] or []
+            units.extend(
+                from_record(i, d or "", m or {})
+                for i, d, m in zip(result["ids"], documents, metadatas, strict=True)
+            )
+            if vectors and len(result["ids"]):
+                rows.append(np.asarray(result["embeddings"], dtype=np.float32))
+            if len(result["ids"]) < _BATCH:
+                break
+            offset += _BATCH
+        dim = self.embedder.dimension
+        matrix = np.concatenate(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+        return units, matrix
+
+    def query(self, namespace: str, vector: npt.NDArray[np.float32], n: int,
+              where: Where | None = None) -> list[tuple[str, float]]:  # fmt: skip
+        """Ids of the nearest memories to ``vector`` (inside ``where``), with cosine similarity."""
+        if n <= 0:
+            return []
+        kwargs: dict[str, Any] = {
+            "query_embeddings": [vector],
+            "n_results": n,
+            "include": ["distances"],
+        }
+        if where is not None:
+            kwargs["where"] = where
+        result = self.collection(namespace).query(**kwargs)
+        distances = (result["distances"] or [[]])[0]
+        return [(i, 1.0 - float(d)) for i, d in zip(result["ids"][0], distances, strict=True)]

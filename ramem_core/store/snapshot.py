@@ -1,0 +1,136 @@
+"""A read-only snapshot of one namespace, derived from the Chroma collection.
+
+Chroma stays the single source of truth; the snapshot is a cache rebuilt from it whenever the
+namespace changed, so it survives restarts and never disagrees with the store for long. It holds
+what recall needs on its hot path:
+
+- client-side BM25 (bm25s): Chroma's hybrid ``Search`` API is not implemented for local Chroma;
+- the episodic fields as arrays, so a recall frame selects the same memories as a Chroma
+  ``where`` filter, as a boolean mask, in microseconds;
+- the vectors, so dense ranking *inside* a frame's mask is an exact dot product. (Local Chroma
+  evaluates metadata filters by scanning: 30-90 ms at 10k memories, growing linearly.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ramem_core.types import MemoryUnit, to_epoch
+
+Mask = npt.NDArray[np.bool_]
+
+
+def _stemmer() -> Any:
+    try:
+        import Stemmer
+    except ImportError:  # PyStemmer is a dependency; stay usable without it
+        return None
+    return Stemmer.Stemmer("english")
+
+
+@dataclass(frozen=True, slots=True)
+class SpanArrays:
+    """Epoch-second bounds of one episodic span field; ``known`` is False where unknown."""
+
+    known: Mask
+    start: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
+
+
+def _spans(units: Sequence[MemoryUnit], session: bool) -> SpanArrays:
+    spans = [u.context.session_span if session else u.context.event_time for u in units]
+    return SpanArrays(
+        known=np.array([s is not None for s in spans], dtype=bool),
+        start=np.array([to_epoch(s.start) if s else 0 for s in spans], dtype=np.int64),
+        end=np.array([to_epoch(s.end) if s else 0 for s in spans], dtype=np.int64),
+    )
+
+
+def top_k(scores: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+    """Positions and scores of the ``k`` highest finite scores, best first."""
+    k = min(k, int(np.isfinite(scores).sum()))
+    if k <= 0:
+        return []
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(int(i), float(scores[i])) for i in top]
+
+
+class Snapshot:
+    """Units, vectors, episodic arrays and a BM25 index of one namespace.
+
+    Args:
+        units: the namespace's memories (their order is the snapshot's order).
+        vectors: one unit vector per memory, or ``None`` to skip in-mask dense search.
+    """
+
+    def __init__(
+        self, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32] | None = None
+    ) -> None:
+        import bm25s
+
+        self.units = list(units)
+        self.vectors = vectors
+        self.position = {u.id: i for i, u in enumerate(self.units)}
+        self.session = _spans(self.units, session=True)
+        self.event = _spans(self.units, session=False)
+        self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
+        self._people: dict[str, list[int]] = {}
+        for i, unit in enumerate(self.units):
+            for name in {p.lower() for p in unit.context.participants}:
+                self._people.setdefault(name, []).append(i)
+        self._stemmer = _stemmer()
+        self._bm25: bm25s.BM25 | None = None
+        if self.units:
+            tokens = bm25s.tokenize(
+                [u.content for u in self.units], stemmer=self._stemmer, show_progress=False
+            )
+            self._bm25 = bm25s.BM25()
+            self._bm25.index(tokens, show_progress=False)
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def involving(self, name: str) -> Mask:
+        """Memories whose participants include ``name`` (case-insensitive)."""
+        mask = np.zeros(len(self.units), dtype=bool)
+        mask[self._people.get(name.lower(), [])] = True
+        return mask
+
+    def lexical(self, query: str, k: int, mask: Mask | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` (position, BM25 score) pairs scoring above 0, inside ``mask`` if given."""
+        import bm25s
+
+        if self._bm25 is None or k <= 0:
+            return []
+        tokens = bm25s.tokenize(
+            [query], stemmer=self._stemmer, show_progress=False, allow_empty=True
+        )
+        vocab = {index: token for token, index in tokens.vocab.items()}
+        words = [vocab[i] for i in tokens.ids[0]] if tokens.ids else []
+        if not words:
+            return []
+        scores = np.asarray(self._bm25.get_scores(words), dtype=np.float32)
+        scores = np.where(scores > 0.0, scores, -np.inf)
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        return top_k(scores, k)
+
+    def dense(
+        self, vector: npt.NDArray[np.float32], k: int, mask: Mask | None = None
+    ) -> list[tuple[int, float]]:
+        """Exact top ``k`` (position, cosine) pairs, inside ``mask`` if given."""
+        if self.vectors is None or not len(self.units) or k <= 0:
+            return []
+        if mask is None:
+            return top_k(self.vectors @ vector, k)
+        chosen = np.flatnonzero(mask)
+        if len(chosen) > len(self.units) // 4:  # a wide filter: score all, no gather copy
+            return top_k(np.where(mask, self.vectors @ vector, -np.inf).astype(np.float32), k)
+        scores = self.vectors[chosen] @ vector
+        return [(int(chosen[i]), s) for i, s in top_k(scores, k)]

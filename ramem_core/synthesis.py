@@ -1,0 +1,130 @@
+"""Stage 4 of RaMem: context-preserved synthesis.
+
+The chosen memories reach the generator *with* their coordinates (session date, event time,
+resolved mentions, participants, location) in a stable, compact form, cut to a token budget.
+Memory text is quoted data: angle brackets inside it are neutralised so that nothing in a memory
+can close its tag or pose as the prompt's own instructions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ramem_core.prompts import ANSWER_PROMPT
+from ramem_core.protocols import LLM, TokenCounter
+from ramem_core.temporal import describe
+from ramem_core.types import Evidence, MemoryUnit
+
+
+def quote(text: str) -> str:
+    """Neutralise markup in memory text: ``<`` and ``>`` become look-alike quotes."""
+    return text.replace("<", "\u2039").replace(">", "\u203a").replace('"', "'")
+
+
+def resolved_content(unit: MemoryUnit) -> str:
+    """The content with each resolved mention annotated: "yesterday (= 7 May 2023)"."""
+    content = unit.content
+    mentions = sorted(
+        (m for m in unit.context.mentions if 0 <= m.char_start < m.char_end <= len(content)),
+        key=lambda m: m.char_start,
+        reverse=True,
+    )
+    for m in mentions:
+        if content[m.char_start : m.char_end] == m.text:
+            note = f" (= {describe(m.span)})"
+            content = content[: m.char_end] + note + content[m.char_end :]
+    return content
+
+
+def coordinates(unit: MemoryUnit, *, session_context: bool = True) -> dict[str, str]:
+    """The episodic coordinates of ``unit`` as short strings (empty ones left out)."""
+    ctx = unit.context
+    fields = {
+        "said": describe(ctx.session_span) if session_context and ctx.session_span else "",
+        "session": ctx.session_id if session_context else "",
+        "event": describe(ctx.event_time) if ctx.event_time else "",
+        "who": ", ".join(ctx.participants),
+        "where": ctx.location or "",
+    }
+    return {k: v for k, v in fields.items() if v}
+
+
+def render(
+    evidence: Evidence, number: int, *, with_context: bool = True, session_context: bool = True
+) -> str:
+    """One memory as the generator sees it; ``with_context=False`` gives plain text only."""
+    if not with_context:
+        return f"- {quote(evidence.unit.content)}"
+    attrs = " ".join(
+        f'{k}="{quote(v)}"'
+        for k, v in coordinates(evidence.unit, session_context=session_context).items()
+    )
+    body = quote(resolved_content(evidence.unit))
+    return f'<memory n="{number}" {attrs}>\n{body}\n</memory>'
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    """Rendered memories that fit the budget, and what was cut.
+
+    Attributes:
+        text: the memories as handed to the generator.
+        included: evidence rendered into ``text``, in rank order.
+        omitted: evidence cut by the budget.
+        tokens: tokens of ``text``.
+    """
+
+    text: str
+    included: tuple[Evidence, ...]
+    omitted: tuple[Evidence, ...]
+    tokens: int
+
+
+def fit_budget(
+    evidence: Sequence[Evidence],
+    counter: TokenCounter,
+    max_tokens: int | None = None,
+    *,
+    with_context: bool = True,
+    session_context: bool = True,
+) -> ContextBlock:
+    """Render ``evidence`` in rank order until ``max_tokens`` would be exceeded."""
+    parts: list[str] = []
+    included: list[Evidence] = []
+    omitted: list[Evidence] = []
+    used = 0
+    for item in evidence:
+        text = render(item, len(included) + 1, with_context=with_context,
+                      session_context=session_context)  # fmt: skip
+        cost = counter.count(text) + (1 if parts else 0)
+        if omitted or (max_tokens is not None and used + cost > max_tokens):
+            omitted.append(item)  # keep rank order: once one is cut, later ones are cut too
+            continue
+        parts.append(text)
+        included.append(item)
+        used += cost
+    return ContextBlock("\n".join(parts), tuple(included), tuple(omitted), used)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A generated answer with the prompt and the memories behind it."""
+
+    text: str
+    prompt: str
+    context: ContextBlock
+
+
+def build_prompt(question: str, context: ContextBlock, now: datetime | None) -> str:
+    """The answer prompt for ``question`` over ``context``."""
+    when = f"{now.day} {now:%B %Y}" if now else "unknown"
+    memories = context.text or "(no memories)"
+    return ANSWER_PROMPT.format(now=when, memories=memories, question=quote(question))
+
+
+def answer(question: str, context: ContextBlock, llm: LLM, now: datetime | None) -> Answer:
+    """Ask ``llm`` to answer ``question`` from ``context``."""
+    prompt = build_prompt(question, context, now)
+    return Answer(llm.complete(prompt).strip(), prompt, context)

@@ -1,0 +1,233 @@
+"""Value types of RaMem: conversations in, situated memory units and evidence out.
+
+All times are naive datetimes in the conversation's own clock (RaMem never mixes in the wall
+clock); the store keeps them as integer epoch seconds read as UTC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+
+
+class Granularity(str, Enum):
+    """How precise a time span is: "last week" is a week, "in 2022" a year, not a point."""
+
+    INSTANT = "instant"
+    DAY = "day"
+    WEEK = "week"
+    MONTH = "month"
+    YEAR = "year"
+
+
+def to_epoch(moment: datetime) -> int:
+    """Epoch seconds of a naive datetime read as UTC (the store's time axis)."""
+    return int(moment.replace(tzinfo=timezone.utc).timestamp())
+
+
+def from_epoch(seconds: int) -> datetime:
+    """The naive datetime for epoch seconds read as UTC."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSpan:
+    """A closed interval of time ``[start, end]`` with the precision it was stated with."""
+
+    start: datetime
+    end: datetime
+    granularity: Granularity
+
+    def __post_init__(self) -> None:
+        if self.end < self.start:
+            msg = f"time span ends before it starts: {self.start} > {self.end}"
+            raise ValueError(msg)
+
+    def overlaps(self, other: TimeSpan) -> bool:
+        """True when the two spans share at least one moment."""
+        return self.start <= other.end and other.start <= self.end
+
+    def contains(self, other: TimeSpan) -> bool:
+        """True when ``other`` lies inside this span."""
+        return self.start <= other.start and other.end <= self.end
+
+    @classmethod
+    def instant(cls, moment: datetime) -> TimeSpan:
+        """A span of one moment."""
+        return cls(moment, moment, Granularity.INSTANT)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeMention:
+    """A temporal expression found in a text and resolved against a reference time."""
+
+    text: str
+    span: TimeSpan
+    char_start: int = -1
+    char_end: int = -1
+
+
+# --------------------------------------------------------------------------- input
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message of a conversation.
+
+    Attributes:
+        id: unique inside its conversation (LoCoMo: ``"D1:3"``).
+        speaker: who said it.
+        text: what was said.
+        time: when it was said, if the source gives a per-turn time.
+        image_caption: a caption of an image shared with the message, kept as evidence.
+    """
+
+    id: str
+    speaker: str
+    text: str
+    time: datetime | None = None
+    image_caption: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A contiguous stretch of conversation, said at one time.
+
+    ``time`` is the session's own timestamp; ``None`` means unknown (never invented).
+    """
+
+    id: str
+    turns: tuple[Turn, ...]
+    time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A multi-session conversation between known participants."""
+
+    id: str
+    sessions: tuple[Session, ...]
+    participants: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodicContext:
+    """Where a memory sits in the user's life: stage 1 of RaMem (episodic anchoring).
+
+    Attributes:
+        session_id: the session the memory was said in.
+        conversation_id: the conversation it belongs to.
+        session_span: when it was said ``[start, end]``; ``None`` when unknown.
+        event_time: when the remembered thing happened, if stated; distinct from session time.
+        mentions: every temporal expression in the memory, resolved against the session time.
+        participants: who is involved (the speaker and named participants).
+        location: where it happened, if stated.
+        entities: proper nouns and numbers in the memory.
+        topic: a few keywords.
+        speaker: who said it.
+        session_index: position of the session in its conversation (0-based).
+        turn_index: position of the first source turn inside its session (0-based).
+    """
+
+    session_id: str
+    conversation_id: str
+    session_span: TimeSpan | None = None
+    event_time: TimeSpan | None = None
+    mentions: tuple[TimeMention, ...] = ()
+    participants: tuple[str, ...] = ()
+    location: str | None = None
+    entities: tuple[str, ...] = ()
+    topic: str = ""
+    speaker: str = ""
+    session_index: int = 0
+    turn_index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryUnit:
+    """A situated memory: a self-contained content plus its episodic context."""
+
+    id: str
+    content: str
+    context: EpisodicContext
+    source_ids: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- recall
+
+
+class Relation(str, Enum):
+    """A temporal relation between the asked-about event and an anchor."""
+
+    BEFORE = "before"
+    AFTER = "after"
+    DURING = "during"
+
+
+@dataclass(frozen=True, slots=True)
+class TimeConstraint:
+    """A time window the answer must fall in, and how it was obtained.
+
+    Attributes:
+        text: the query words it came from ("last August", "after the trip").
+        window: the grounded window, or ``None`` when it could not be grounded.
+        grounded: True only when the window resolved unambiguously inside the conversation.
+        relation: set when the constraint is relative to an anchor event.
+        anchor: the anchor phrase ("the trip") for relations.
+        reason: why it is (not) grounded, for people reading the frame.
+    """
+
+    text: str
+    window: TimeSpan | None
+    grounded: bool
+    relation: Relation | None = None
+    anchor: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RecallFrame:
+    """Stage 2 of RaMem: a query split into an information need and recall conditions."""
+
+    query: str
+    need: str
+    now: datetime | None = None
+    times: tuple[TimeConstraint, ...] = ()
+    participants: tuple[str, ...] = ()
+
+    @property
+    def grounded_times(self) -> tuple[TimeConstraint, ...]:
+        """Time constraints that may be used to filter memory."""
+        return tuple(t for t in self.times if t.grounded and t.window is not None)
+
+    @property
+    def is_grounded(self) -> bool:
+        """True when the frame has at least one reliable constraint."""
+        return bool(self.grounded_times or self.participants)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A retrieved memory with its scores and the frame conditions it satisfies.
+
+    Attributes:
+        unit: the memory.
+        score: the fused score the final ranking used (higher is better).
+        rank: 1-based position in the final list.
+        dense_score: cosine similarity to the query, if the unit was a dense candidate.
+        lexical_score: BM25 score, if the unit was a lexical candidate.
+        contextual: True when the unit came from the context-consistent candidates.
+        satisfied: the frame conditions the unit meets ("why it is valid").
+    """
+
+    unit: MemoryUnit
+    score: float
+    rank: int
+    dense_score: float | None = None
+    lexical_score: float | None = None
+    contextual: bool = False
+    satisfied: tuple[str, ...] = field(default_factory=tuple)

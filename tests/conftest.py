@@ -1,0 +1,63 @@
+"""Shared fixtures: fresh stores on the fake embedder, and small conversations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from ramem_core import ChromaStore, Conversation, RaMem, Session, Turn
+from ramem_core.testing import HashEmbedder, WordCounter
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[ChromaStore]:
+    """A fresh persistent store in a temporary directory, on the hash embedder."""
+    fresh = ChromaStore.persistent(tmp_path / "db", HashEmbedder())
+    yield fresh
+    for namespace in fresh.namespaces():
+        fresh.drop(namespace)
+
+
+@pytest.fixture
+def memory(store: ChromaStore) -> RaMem:
+    """A RaMem over the fresh store."""
+    return RaMem(store, counter=WordCounter())
+
+
+def two_trips() -> Conversation:
+    """Two trips and two doctor visits months apart: confusable episodes."""
+    return Conversation(
+        id="friends",
+        participants=("Alice", "Ben"),
+        sessions=(
+            Session(
+                "S1",
+                (
+                    Turn("S1:1", "Alice", "My doctor said my blood pressure is too high."),
+                    Turn("S1:2", "Ben", "I am flying to Lisbon next week for a holiday."),
+                ),
+                datetime(2023, 2, 10, 19, 0),
+            ),
+            Session(
+                "S2",
+                (
+                    Turn("S2:1", "Ben", "In Lisbon we ate grilled sardines by the river."),
+                    Turn("S2:2", "Alice", "I started running three times a week."),
+                ),
+                datetime(2023, 3, 20, 20, 0),
+            ),
+            Session(
+                "S3",
+                (
+                    Turn("S3:1", "Ben", "On my holiday trip we ate grilled sardines and ramen."),
+                    Turn("S3:2", "Alice", "The doctor said my blood pressure is normal now."),
+                ),
+                datetime(2023, 8, 28, 21, 0),
+            ),
+        ),
+    )

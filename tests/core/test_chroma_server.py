@@ -1,0 +1,88 @@
+"""RaMem against a real Chroma server (``chroma run``) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ramem_core import RaMem, StoreError
+from ramem_core.testing import HashEmbedder, WordCounter
+from tests.conftest import two_trips
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _chroma_binary() -> str:
+    found = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    if not Path(found).exists():
+        pytest.skip("the chroma CLI is not installed")
+    return found
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    port = _free_port()
+    path = tmp_path_factory.mktemp("chroma-server")
+    log = (path / "server.log").open("w")
+    proc = subprocess.Popen(
+        [
+            _chroma_binary(),
+            "run",
+            "--path",
+            str(path / "db"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail(f"chroma run exited: {(path / 'server.log').read_text()}")
+                time.sleep(0.2)
+        else:
+            pytest.fail("chroma run did not start within 60 s")
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+@pytest.mark.slow
+def test_ingest_and_recall_through_a_chroma_server(chroma_server: int) -> None:
+    memory = RaMem.open(host="127.0.0.1", port=chroma_server, embedder=HashEmbedder(),
+                        counter=WordCounter(), namespace="server-test")  # fmt: skip
+    memory.add_conversation(two_trips())
+    [top] = memory.recall("Where did Ben eat grilled sardines by the river in August?", k=1)
+    assert top.unit.source_ids == ("S3:1",)
+    # a second client (another process in real life) sees the same memories
+    other = RaMem.open(host="127.0.0.1", port=chroma_server, embedder=HashEmbedder(),
+                       counter=WordCounter(), namespace="server-test")  # fmt: skip
+    assert other.count() == 6
+    memory.drop()
+    assert "server-test" not in other.store.namespaces()
+
+
+def test_unreachable_server_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match="cannot reach the Chroma server"):
+        RaMem.open(host="127.0.0.1", port=_free_port(), embedder=HashEmbedder()).count()

@@ -1,0 +1,48 @@
+"""The ``ramem`` command, run in-process on the real default embedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ramem_core.cli import main
+from tests.conftest import FIXTURES
+
+
+def test_demo_shows_ramem_beside_content(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "RaMem demo" in out
+    assert "content-only" in out
+    assert "top-1 from the right episode: RaMem" in out
+    ramem_hits = int(out.split("RaMem ")[-1].split("/")[0])
+    content_hits = int(out.split("content-only ")[-1].split("/")[0])
+    assert ramem_hits > content_hits
+
+
+def test_ingest_then_ask_and_frame(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json")]) == 0
+    assert "4 turns -> 4 memory units (4 new)" in capsys.readouterr().out
+    assert main([*db, "ask", "When did Caroline go to the support group?", "--k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "support group" in out
+    assert "7 May 2023" in out
+    assert main([*db, "frame", "What did Melanie do last week?"]) == 0
+    out = capsys.readouterr().out
+    assert "participants: Melanie" in out
+    assert "grounded" in out
+    assert main([*db, "namespaces"]) == 0
+    assert "default: 4 memories" in capsys.readouterr().out
+
+
+def test_cli_reports_bad_input_without_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert main(["--path", str(tmp_path / "db"), "ingest", str(bad)]) == 2
+    out = capsys.readouterr().out
+    assert "malformed JSON" in out
+    assert "Traceback" not in out

@@ -1,0 +1,140 @@
+"""Stage 2: recall frames grounded against the conversation's own dates, never the wall clock."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from ramem_core import FrameContext, Granularity, Relation, RuleFrameInducer, TimeSpan
+
+NOW = datetime(2023, 11, 20, 19, 15)  # end of the last session
+RANGE = TimeSpan(datetime(2023, 2, 10, 19, 5), NOW, Granularity.INSTANT)
+TRIP = TimeSpan(datetime(2023, 5, 14), datetime(2023, 5, 14, 23, 59, 59), Granularity.DAY)
+
+
+def locate(phrase: str) -> TimeSpan | None:
+    return TRIP if "marathon" in phrase else None
+
+
+CTX = FrameContext(now=NOW, memory_range=RANGE, participants=("Alice", "Ben"), locate=locate)
+
+
+def induce(query: str, context: FrameContext = CTX):
+    return RuleFrameInducer().induce(query, context)
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        ("What did the doctor say last August?", "2023-08-01", "2023-08-31"),
+        ("What did Ben do in May?", "2023-05-01", "2023-05-31"),
+        ("What happened in February?", "2023-02-01", "2023-02-28"),  # the past May/Feb only
+        ("What did we talk about last month?", "2023-10-01", "2023-10-31"),
+        ("What did Alice say two weeks ago?", "2023-11-06", "2023-11-12"),
+        ("Where did Ben go in August 2023?", "2023-08-01", "2023-08-31"),
+        ("What did Alice do in 2023?", "2023-01-01", "2023-12-31"),
+    ],
+)
+def test_grounded_time_windows(query: str, first: str, last: str) -> None:
+    frame = induce(query)
+    [constraint] = frame.grounded_times
+    assert constraint.window is not None
+    assert constraint.window.start.date().isoformat() == first
+    assert constraint.window.end.date().isoformat() == last
+    assert frame.is_grounded
+
+
+@pytest.mark.parametrize(
+    ("query", "reason_part"),
+    [
+        ("What did Ben do in 1999?", "outside"),  # outside the conversation's dates
+        ("What will Alice do next year?", "outside"),
+        ("What happened in March 2019?", "outside"),
+    ],
+)
+def test_out_of_range_constraints_stay_ungrounded(query: str, reason_part: str) -> None:
+    frame = induce(query)
+    assert frame.grounded_times == ()
+    assert frame.times
+    assert not frame.times[0].grounded
+    assert reason_part in frame.times[0].reason
+
+
+def test_month_without_year_is_ambiguous_over_a_long_range() -> None:
+    long_range = TimeSpan(datetime(2021, 1, 1), NOW, Granularity.INSTANT)
+    context = FrameContext(now=NOW, memory_range=long_range, participants=())
+    frame = induce("What did we do in March?", context)
+    assert frame.grounded_times == ()
+    assert "ambiguous" in frame.times[0].reason
+
+
+def test_now_comes_from_the_conversation_not_the_wall_clock() -> None:
+    frame = induce("What did Ben do last year?")
+    # the wall clock says 2026; the conversation's "now" is November 2023
+    assert frame.grounded_times == ()
+    assert frame.times[0].window is not None
+    assert frame.times[0].window.start.year == 2022
+
+
+def test_caller_query_time_moves_now() -> None:
+    context = FrameContext(now=datetime(2023, 9, 5), memory_range=RANGE, participants=())
+    [constraint] = induce("What did I buy last week?", context).grounded_times
+    assert constraint.window is not None
+    assert constraint.window.start.date().isoformat() == "2023-08-28"
+
+
+def test_empty_memory_grounds_nothing() -> None:
+    context = FrameContext(now=None, memory_range=None, participants=())
+    frame = induce("What did Ben do last August?", context)
+    assert not frame.is_grounded
+
+
+def test_participants_are_known_names_only() -> None:
+    frame = induce("What did Alice's friend Zoe say to Ben?")
+    assert frame.participants == ("Alice", "Ben")
+
+
+def test_no_constraint_means_ungrounded_frame_and_whole_need() -> None:
+    frame = induce("What is the best way to cook rice?")
+    assert not frame.is_grounded
+    assert frame.need == frame.query
+
+
+def test_need_drops_grounded_time_words() -> None:
+    assert induce("What did the doctor say last August?").need == "What did the doctor say?"
+
+
+def test_relation_to_an_event_found_in_memory() -> None:
+    frame = induce("What did the doctor say after the marathon?")
+    [constraint] = frame.grounded_times
+    assert constraint.relation is Relation.AFTER
+    assert constraint.anchor == "the marathon"
+    assert constraint.window is not None
+    assert constraint.window.start > TRIP.end
+    assert constraint.window.end == RANGE.end
+    assert frame.need == "What did the doctor say?"
+
+
+def test_relation_with_offset() -> None:
+    frame = induce("What did Ben buy two weeks before the marathon?")
+    [constraint] = frame.grounded_times
+    assert constraint.window is not None
+    assert constraint.window.granularity is Granularity.WEEK
+    assert constraint.window.start.date().isoformat() == "2023-04-24"
+
+
+def test_relation_to_a_time() -> None:
+    [constraint] = induce("What did Alice do before June 2023?").grounded_times
+    assert constraint.relation is Relation.BEFORE
+    assert constraint.window is not None
+    assert constraint.window.start == RANGE.start
+    assert constraint.window.end < datetime(2023, 6, 1)
+
+
+def test_relation_to_an_unknown_event_is_dropped_not_guessed() -> None:
+    frame = induce("What did Alice say after the wedding?")
+    assert frame.grounded_times == ()
+    assert frame.times[0].relation is Relation.AFTER
+    assert "not found" in frame.times[0].reason
+    assert frame.need == frame.query

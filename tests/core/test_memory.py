@@ -1,0 +1,243 @@
+"""The facade: idempotent ingest, persistence, live turns, deletion, and bad input."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from ramem_core import (
+    ChromaStore,
+    Conversation,
+    ConversationFormatError,
+    InvalidInputError,
+    RaMem,
+    Session,
+    StoreError,
+    Turn,
+)
+from ramem_core.testing import FakeLLM, HashEmbedder, WordCounter
+from tests.conftest import two_trips
+
+
+def test_reingest_changes_nothing(memory: RaMem) -> None:
+    first = memory.add_conversation(two_trips())
+    ids = sorted(u.id for u in memory.store.get(memory.namespace))
+    second = memory.add_conversation(two_trips())
+    assert (first.units, first.new_units) == (6, 6)
+    assert (second.units, second.new_units) == (6, 0)
+    assert sorted(u.id for u in memory.store.get(memory.namespace)) == ids
+
+
+def test_memories_persist_across_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    RaMem.open(path, embedder=HashEmbedder()).add_conversation(two_trips())
+    reopened = RaMem.open(path, embedder=HashEmbedder(), counter=WordCounter())
+    assert reopened.count() == 6
+    [top] = reopened.recall("Where did Ben eat grilled sardines by the river in August?", k=1)
+    assert top.unit.source_ids == ("S3:1",)  # BM25 rebuilt from Chroma after the restart
+    assert top.unit.context.session_span is not None
+    assert top.unit.context.session_span.start == datetime(2023, 8, 28, 21, 0)
+
+
+def test_unit_round_trips_through_chroma(memory: RaMem) -> None:
+    [original] = memory.anchorer.anchor(
+        Conversation(
+            "c",
+            (
+                Session(
+                    "s",
+                    (Turn("t1", "Ann", "Yesterday I met Bob in Paris.", None, "a cat"),),
+                    datetime(2023, 5, 8, 10),
+                ),
+            ),
+            ("Ann", "Bob"),
+        )
+    )
+    memory.add_conversation(
+        Conversation(
+            "c",
+            (
+                Session(
+                    "s",
+                    (Turn("t1", "Ann", "Yesterday I met Bob in Paris.", None, "a cat"),),
+                    datetime(2023, 5, 8, 10),
+                ),
+            ),
+            ("Ann", "Bob"),
+        )
+    )
+    [stored] = memory.store.get(memory.namespace)
+    assert stored == original
+    assert stored.context.participants == ("Ann", "Bob")
+    assert stored.context.location == "Paris"
+    assert stored.content == "Ann: Yesterday I met Bob in Paris. [shares an image: a cat]"
+
+
+def test_embedder_mismatch_is_refused(tmp_path: Path) -> None:
+    RaMem.open(tmp_path, embedder=HashEmbedder(64)).add_conversation(two_trips())
+
+    class Other(HashEmbedder):
+        name = "other-model"
+
+    with pytest.raises(StoreError, match="holds vectors of 'hash-embedder'"):
+        RaMem.open(tmp_path, embedder=Other()).count()
+
+
+# ---------------------------------------------------------------- live turns
+
+
+def test_add_turn_opens_sessions_by_time_gap(memory: RaMem) -> None:
+    t0 = datetime(2023, 6, 1, 9, 0)
+    a = memory.add_turn("user", "I adopted a cat named Miso yesterday.", at=t0)
+    b = memory.add_turn("assistant", "Congratulations on Miso!", at=t0 + timedelta(minutes=2))
+    c = memory.add_turn("user", "Miso knocked over a vase.", at=t0 + timedelta(days=3))
+    assert a.context.session_id == b.context.session_id != c.context.session_id
+    assert a.context.event_time is not None
+    assert a.context.event_time.start.date().isoformat() == "2023-05-31"
+    # the first unit of the session now spans both turns
+    [stored_a] = memory.store.get(memory.namespace, ids=[a.id])
+    assert stored_a.context.session_span is not None
+    assert stored_a.context.session_span.end == t0 + timedelta(minutes=2)
+    assert [u.context.turn_index for u in (a, b, c)] == [0, 1, 0]
+
+
+def test_add_turn_explicit_session_and_timezones(memory: RaMem) -> None:
+    at = datetime(2023, 6, 1, 11, 0, tzinfo=timezone(timedelta(hours=2)))
+    a = memory.add_turn("user", "hello", at=at)
+    memory.end_session()
+    b = memory.add_turn("user", "hello again", at=at + timedelta(minutes=1))
+    assert a.context.session_id != b.context.session_id
+    assert a.context.session_span is not None
+    assert a.context.session_span.start == datetime(2023, 6, 1, 9, 0)  # stored as UTC
+
+
+def test_add_turn_continues_after_restart(tmp_path: Path) -> None:
+    t0 = datetime(2023, 6, 1, 9, 0)
+    first = RaMem.open(tmp_path, embedder=HashEmbedder())
+    a = first.add_turn("user", "one", at=t0)
+    second = RaMem.open(tmp_path, embedder=HashEmbedder())
+    b = second.add_turn("user", "two", at=t0 + timedelta(minutes=5))
+    assert a.context.session_id == b.context.session_id
+    assert a.id != b.id
+    assert second.count() == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"speaker": "", "text": "hi"}, "needs a speaker"),
+        ({"speaker": "user", "text": "   "}, "empty turn"),
+        ({"speaker": "user", "text": "x" * 60_000}, "limit"),
+    ],
+)
+def test_add_turn_rejects_bad_input(memory: RaMem, kwargs: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        memory.add_turn(at=datetime(2023, 1, 1), **kwargs)
+    assert memory.count() == 0
+
+
+def test_add_turn_needs_a_datetime(memory: RaMem) -> None:
+    with pytest.raises(InvalidInputError, match="'at' must be a datetime"):
+        memory.add_turn("user", "hi", at="yesterday")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- deletion
+
+
+def test_delete_by_unit_session_conversation_and_namespace(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    memory.add_conversation(two_trips(), namespace="other")
+    some = memory.recall("sardines", k=1)[0].unit
+    assert memory.delete(unit_ids=[some.id]) == 1
+    assert memory.delete(session_id="S1") == 2
+    assert memory.count() == 3
+    assert memory.delete(conversation_id="friends") == 3
+    assert memory.count() == 0
+    assert memory.count("other") == 6  # other tenant untouched
+    memory.drop("other")
+    assert "other" not in memory.store.namespaces()
+    with pytest.raises(InvalidInputError):
+        memory.delete()
+
+
+# ---------------------------------------------------------------- bad input loses nothing
+
+
+def test_bad_conversation_writes_nothing(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    broken = {
+        "id": "new",
+        "sessions": [
+            {"id": "a", "time": "2023-09-01", "turns": [{"id": "1", "speaker": "X", "text": "ok"}]},
+            {
+                "id": "b",
+                "time": "2023-09-02",
+                "turns": [{"id": "1", "speaker": "X", "text": "dup"}],
+            },
+        ],
+    }
+    with pytest.raises(ConversationFormatError, match="duplicate turn id"):
+        memory.add_conversation(broken)
+    assert memory.count() == 6
+
+
+def test_failed_write_rolls_back(store: ChromaStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = RaMem(store, counter=WordCounter())
+    memory.add_conversation(two_trips())
+    collection = store.collection(memory.namespace)
+    calls = {"n": 0}
+    original = collection.upsert
+
+    def flaky(**kwargs: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk full")
+        original(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("ramem_core.store.chroma._BATCH", 2)
+    monkeypatch.setattr(collection, "upsert", flaky)
+    bigger = Conversation(
+        "big",
+        (Session("B", tuple(Turn(f"B:{i}", "Z", f"turn {i}") for i in range(5)), None),),
+    )
+    with pytest.raises(StoreError, match="disk full"):
+        memory.add_conversation(bigger)
+    assert memory.count() == 6
+
+
+def test_missing_session_time_is_unknown_not_invented(memory: RaMem) -> None:
+    memory.add_conversation(
+        {
+            "id": "c",
+            "sessions": [
+                {"id": "s", "turns": [{"id": "1", "speaker": "A", "text": "I saw it yesterday."}]}
+            ],
+        }
+    )
+    [unit] = memory.store.get(memory.namespace)
+    assert unit.context.session_span is None
+    assert unit.context.event_time is None  # "yesterday" has nothing to resolve against
+    assert memory.frame("What happened last week?").now is None
+
+
+def test_answer_passes_situated_evidence_to_the_llm(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    llm = FakeLLM("grilled sardines and ramen")
+    result = memory.answer("What did Ben eat in August?", llm=llm, k=2)
+    assert result.text == "grilled sardines and ramen"
+    [prompt] = llm.prompts
+    assert 'said="28 August 2023, 21:00"' in prompt
+    assert "Question time: 28 August 2023" in prompt
+    assert result.context.included[0].unit.source_ids == ("S3:1",)
+
+
+def test_answer_without_llm_is_a_clear_error(memory: RaMem) -> None:
+    with pytest.raises(InvalidInputError, match="needs an LLM"):
+        memory.answer("anything")
+
+
+def test_invalid_namespace_is_refused(memory: RaMem) -> None:
+    with pytest.raises(InvalidInputError, match="invalid namespace"):
+        memory.recall("x", namespace="../etc")

@@ -1,0 +1,35 @@
+"""The public surface: __all__ is exact, the core imports no framework and stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import ramem_core
+
+
+def test_all_matches_public_names() -> None:
+    public = {
+        name
+        for name, value in vars(ramem_core).items()
+        if not name.startswith("_") and getattr(value, "__module__", "").startswith("ramem_core")
+    }
+    assert set(ramem_core.__all__) - {"__version__"} == public
+
+
+def test_core_imports_no_framework_and_no_heavy_module() -> None:
+    code = (
+        "import sys, ramem_core, ramem_core.cli, ramem_core.retrieval, ramem_core.synthesis\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in "
+        "{'langchain', 'langchain_core', 'llama_index', 'chromadb', 'onnxruntime', 'dateparser'}]\n"
+        "print(','.join(sorted(bad)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_errors_form_one_hierarchy() -> None:
+    for name in ("ConversationFormatError", "InvalidInputError", "StoreError",
+                 "ModelUnavailableError"):  # fmt: skip
+        assert issubclass(getattr(ramem_core, name), ramem_core.RaMemError)
+    assert issubclass(ramem_core.InvalidInputError, ValueError)

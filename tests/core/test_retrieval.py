@@ -1,0 +1,155 @@
+"""Stage 3: valid memories rank first, relevant ones are never dropped, tenants never mix."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from ramem_core import ChromaStore, Conversation, RaMem, RecallFrame, RetrievalConfig, Session, Turn
+from ramem_core.errors import InvalidInputError
+from ramem_core.retrieval import Conditions
+from ramem_core.testing import WordCounter
+from tests.conftest import two_trips
+
+WRONG_EPISODE_QUERY = "Where did Ben eat grilled sardines by the river in August?"
+
+
+def content_only(store: ChromaStore) -> RaMem:
+    return RaMem(store, config=RetrievalConfig(context_ranking=False), counter=WordCounter())
+
+
+def test_valid_episode_outranks_more_similar_wrong_episode(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    plain = content_only(memory.store).recall(WRONG_EPISODE_QUERY, k=3)
+    valid = memory.recall(WRONG_EPISODE_QUERY, k=3)
+    # content-only prefers the March memory: it shares more words with the query
+    assert plain[0].unit.source_ids == ("S2:1",)
+    # RaMem puts the August memory first and says why
+    assert valid[0].unit.source_ids == ("S3:1",)
+    assert valid[0].contextual
+    assert any("August" in s or "in August" in s for s in valid[0].satisfied)
+    assert "involves Ben" in valid[0].satisfied
+    # the relevant but invalid memory is not dropped
+    assert "S2:1" in {sid for e in valid for sid in e.unit.source_ids}
+
+
+def test_ungrounded_frame_falls_back_to_content(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    query = "Where did someone eat grilled sardines in 1999?"
+    frame = memory.frame(query)
+    assert not frame.is_grounded
+    ramem_ids = [e.unit.id for e in memory.recall(query, k=4)]
+    plain_ids = [e.unit.id for e in content_only(memory.store).recall(query, k=4)]
+    assert ramem_ids == plain_ids
+    assert not any(e.contextual for e in memory.recall(query, k=4))
+
+
+def test_evidence_ranks_are_dense_and_sorted(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    evidence = memory.recall("blood pressure doctor", k=4)
+    assert [e.rank for e in evidence] == [1, 2, 3, 4]
+    assert len({e.unit.id for e in evidence}) == 4
+    assert {e.unit.source_ids[0] for e in evidence[:2]} == {"S1:1", "S3:2"}
+
+
+def test_k_is_honoured_and_validated(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    assert len(memory.recall("sardines", k=2)) == 2
+    assert len(memory.recall("sardines", k=50)) == 6
+    with pytest.raises(InvalidInputError, match="k must be positive"):
+        memory.recall("sardines", k=0)
+
+
+def test_recall_on_empty_namespace_returns_nothing(memory: RaMem) -> None:
+    assert memory.recall("anything at all last August", k=5) == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What did Alice say in August?",
+        "What did Ben say in March?",
+        "Who talked about sardines in February?",
+        "What did Alice do after the Lisbon holiday?",
+        "What did Ben do?",
+    ],
+)
+def test_chroma_filter_and_bm25_mask_select_the_same_memories(memory: RaMem, query: str) -> None:
+    memory.add_conversation(two_trips())
+    frame = memory.frame(query)
+    conditions = Conditions.of(frame)
+    assert conditions, f"expected a grounded frame for {query!r}: {frame}"
+    index = memory.retriever.snapshot(memory.namespace)
+    masked = {index.units[i].id for i in conditions.mask(index).nonzero()[0]}
+    filtered = {u.id for u in memory.store.get(memory.namespace, where=conditions.where())}
+    assert masked == filtered
+    assert all(conditions.satisfied(u) for u in index.units if u.id in masked)
+
+
+def test_session_context_switch_changes_the_filter(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    frame = memory.frame("What did Ben say in March?")
+    with_session = Conditions.of(frame, session_context=True)
+    without = Conditions.of(frame, session_context=False)
+    index = memory.retriever.snapshot(memory.namespace)
+    assert with_session.mask(index).sum() > without.mask(index).sum()
+
+
+def _other_conversation() -> Conversation:
+    return Conversation(
+        "other",
+        (
+            Session(
+                "X1",
+                (Turn("X1:1", "Carol", "We ate grilled sardines in August by the river."),),
+                datetime(2023, 8, 2),
+            ),
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        RetrievalConfig(lexical=False),
+        RetrievalConfig(dense=False),
+        RetrievalConfig(),
+        RetrievalConfig(context_ranking=False),
+    ],
+    ids=["dense", "bm25", "contextual", "content"],
+)
+def test_namespaces_never_mix(store: ChromaStore, config: RetrievalConfig) -> None:
+    memory = RaMem(store, config=config, counter=WordCounter())
+    memory.add_conversation(two_trips(), namespace="tenant-a")
+    memory.add_conversation(_other_conversation(), namespace="tenant-b")
+    for query in (WRONG_EPISODE_QUERY, "grilled sardines", "What did Carol eat in August?"):
+        b = memory.recall(query, k=10, namespace="tenant-b")
+        assert {e.unit.context.conversation_id for e in b} == {"other"}
+        a = memory.recall(query, k=10, namespace="tenant-a")
+        assert {e.unit.context.conversation_id for e in a} <= {"friends"}
+    assert memory.recall("grilled sardines", k=10, namespace="tenant-a")
+
+
+def test_config_rejects_nonsense() -> None:
+    with pytest.raises(InvalidInputError):
+        RetrievalConfig(dense=False, lexical=False)
+    with pytest.raises(InvalidInputError):
+        RetrievalConfig(context_share=1.5)
+
+
+def test_context_share_leaves_room_for_content(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    half = RaMem(memory.store, config=RetrievalConfig(context_share=0.5), counter=WordCounter())
+    evidence = half.recall("What did Alice say in August?", k=4)
+    assert sum(e.contextual for e in evidence) <= 2
+    assert len(evidence) == 4
+
+
+def test_frame_is_visible_to_users(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    frame = memory.frame(WRONG_EPISODE_QUERY)
+    assert isinstance(frame, RecallFrame)
+    assert frame.now == datetime(2023, 8, 28, 21, 0)
+    assert [t.text for t in frame.grounded_times] == ["in August"]
+    assert frame.participants == ("Ben",)
