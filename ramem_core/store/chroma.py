@@ -75,6 +75,11 @@ def _embedding_function(embedder: Embedder) -> Any:
     return RaMemEmbeddingFunction(embedder)
 
 
+def _chunks(ids: Sequence[str]) -> list[list[str]]:
+    """``ids`` in lists of at most ``_BATCH``."""
+    return [list(ids[i : i + _BATCH]) for i in range(0, len(ids), _BATCH)]
+
+
 def check_namespace(namespace: str) -> str:
     """Return ``namespace`` if it can name a collection, else raise InvalidInputError."""
     if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
@@ -208,9 +213,8 @@ class ChromaStore:
                 )
                 written.extend(u.id for u in batch)
         except Exception as exc:
-            fresh = [i for i in written if i not in existing]
-            if fresh:
-                collection.delete(ids=fresh)
+            for chunk in _chunks([i for i in written if i not in existing]):
+                collection.delete(ids=chunk)
             msg = f"writing {len(units)} memories to namespace {namespace!r} failed: {exc}"
             raise StoreError(msg) from exc
 
@@ -228,15 +232,15 @@ class ChromaStore:
         collection = self.collection(namespace)
         if ids is not None:
             found = self.existing_ids(namespace, ids)
-            if found:
-                collection.delete(ids=found)
+            for chunk in _chunks(found):
+                collection.delete(ids=chunk)
             return len(found)
         if where is None:
             msg = "delete needs ids or a where filter"
             raise InvalidInputError(msg)
         found = collection.get(where=where, include=[])["ids"]  # type: ignore[arg-type]
-        if found:
-            collection.delete(ids=found)
+        for chunk in _chunks(found):
+            collection.delete(ids=chunk)
         return len(found)
 
     # ------------------------------------------------------------------ reads
@@ -247,14 +251,20 @@ class ChromaStore:
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> list[str]:
         """The ids among ``ids`` that are stored."""
-        if not ids:
-            return []
-        return list(self.collection(namespace).get(ids=list(ids), include=[])["ids"])
+        collection = self.collection(namespace)
+        found: list[str] = []
+        for chunk in _chunks(ids):  # SQLite caps the number of variables in one statement
+            found.extend(collection.get(ids=chunk, include=[])["ids"])
+        return found
 
     def get(self, namespace: str, *, ids: Sequence[str] | None = None,
             where: Where | None = None) -> list[MemoryUnit]:  # fmt: skip
         """Memories by id or filter (all of them when neither is given)."""
-        return self._get(namespace, ids=ids, where=where)[0]
+        if ids is None:
+            return self._get(namespace, where=where)[0]
+        return [
+            u for chunk in _chunks(ids) for u in self._get(namespace, ids=chunk, where=where)[0]
+        ]
 
     def load(self, namespace: str) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
         """Every memory of ``namespace`` with its vector (rows in the same order)."""

@@ -241,3 +241,13 @@ def test_answer_without_llm_is_a_clear_error(memory: RaMem) -> None:
 def test_invalid_namespace_is_refused(memory: RaMem) -> None:
     with pytest.raises(InvalidInputError, match="invalid namespace"):
         memory.recall("x", namespace="../etc")
+
+
+def test_id_lookups_stay_under_sqlite_variable_limits(memory: RaMem) -> None:
+    # one statement with more ids than SQLite's variable limit (32766) used to fail
+    memory.add_conversation(two_trips())
+    stored = [u.id for u in memory.store.get(memory.namespace)]
+    many = [f"missing-{i}" for i in range(40_000)] + stored
+    assert sorted(memory.store.existing_ids(memory.namespace, many)) == sorted(stored)
+    assert len(memory.store.get(memory.namespace, ids=many)) == 6
+    assert memory.delete(unit_ids=many) == 6
