@@ -415,6 +415,43 @@ class RaMem:
         ns = self._ns(namespace)
         return self.retriever.retrieve(ns, self.frame(query, at=at, namespace=ns), k)
 
+    def situate(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        at: datetime | None = None,
+        namespace: str | None = None,
+        max_tokens: int | None = 1500,
+    ) -> ContextBlock:
+        """Recall for ``query`` and render the evidence with coordinates, within a budget.
+
+        What framework adapters inject into a prompt; an empty memory gives an empty block.
+        """
+        ns = self._ns(namespace)
+        if self.retriever.snapshot(ns).units:
+            return self.format(self.recall(query, k, at=at, namespace=ns), max_tokens=max_tokens)
+        return ContextBlock("", (), (), 0)
+
+    def add_exchange(
+        self,
+        user_text: str,
+        reply_text: str,
+        *,
+        at: datetime,
+        user: str = "user",
+        assistant: str = "assistant",
+        conversation_id: str = "live",
+        namespace: str | None = None,
+    ) -> list[MemoryUnit]:
+        """Record one user message and the reply as two live turns (empty sides are skipped)."""
+        units = []
+        for speaker, text in ((user, user_text), (assistant, reply_text)):
+            if text and text.strip():
+                units.append(self.add_turn(speaker, text, at=at, conversation_id=conversation_id,
+                                           namespace=namespace))  # fmt: skip
+        return units
+
     def format(
         self, evidence: Sequence[Evidence], *, max_tokens: int | None = None,
         with_context: bool = True,

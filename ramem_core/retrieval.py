@@ -26,11 +26,9 @@ from ramem_core.store.snapshot import Mask, Snapshot
 from ramem_core.temporal import describe
 from ramem_core.types import (
     Evidence,
-    Granularity,
     MemoryUnit,
     RecallFrame,
     TimeSpan,
-    from_epoch,
     to_epoch,
 )
 
@@ -52,6 +50,9 @@ class RetrievalConfig:
             (exact dot products over the filtered vectors, fast) or ``"chroma"`` (a Chroma
             query with the ``where`` filter; local Chroma scans metadata, which is slow at
             scale). Both select the same memories.
+        exact_limit: with ``"snapshot"``, filters selecting at most this many memories are
+            ranked exactly; wider ones keep the filter's members among the ``8 * candidates``
+            nearest memories of the whole namespace.
     """
 
     candidates: int = 50
@@ -63,6 +64,7 @@ class RetrievalConfig:
     context_share: float = 1.0
     anchor_min_similarity: float = 0.35
     contextual_dense: Literal["snapshot", "chroma"] = "snapshot"
+    exact_limit: int = 20_000
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
@@ -234,21 +236,12 @@ class Retriever:
 
     def time_range(self, namespace: str) -> TimeSpan | None:
         """Earliest to latest time the namespace's memories know (sessions and events)."""
-        snap = self.snapshot(namespace)
-        ses, ev = snap.session, snap.event
-        starts = np.concatenate([ses.start[ses.known], ev.start[ev.known]])
-        ends = np.concatenate([ses.end[ses.known], ev.end[ev.known]])
-        if not len(starts):
-            return None
-        return TimeSpan(from_epoch(int(starts.min())), from_epoch(int(ends.max())),
-                        Granularity.INSTANT)  # fmt: skip
+        return self.snapshot(namespace).time_range
 
     def last_session_end(self, namespace: str) -> TimeSpan | None:
         """The end of the latest session: the default "now" of a query."""
-        session = self.snapshot(namespace).session
-        if not session.known.any():
-            return None
-        return TimeSpan.instant(from_epoch(int(session.end[session.known].max())))
+        end = self.snapshot(namespace).last_session_end
+        return TimeSpan.instant(end) if end is not None else None
 
     # ------------------------------------------------------------------ candidate lists
 
@@ -258,16 +251,21 @@ class Retriever:
         snap: Snapshot,
         vector: npt.NDArray[np.float32],
         n: int,
+        nearest: Sequence[tuple[str, float]],
         conditions: Conditions | None,
         mask: Mask | None,
     ) -> list[tuple[int, float]]:
-        if conditions is not None and mask is not None:
-            if self.config.contextual_dense == "snapshot" and snap.vectors is not None:
-                return snap.dense(vector, n, mask)
+        if conditions is None or mask is None:
+            return [(snap.position[i], s) for i, s in nearest[:n] if i in snap.position]
+        if self.config.contextual_dense == "chroma" or snap.vectors is None:
             hits = self.store.query(namespace, vector, n, conditions.where())
-        else:
-            hits = self.store.query(namespace, vector, n)  # HNSW over the whole namespace
-        return [(snap.position[i], s) for i, s in hits if i in snap.position]
+            return [(snap.position[i], s) for i, s in hits if i in snap.position]
+        rows = np.flatnonzero(mask)
+        if len(rows) <= self.config.exact_limit:
+            return snap.dense(vector, n, rows)  # exact inside a narrow filter
+        # a wide filter: the nearest memories overall, kept where the filter holds
+        kept = ((snap.position.get(i), s) for i, s in nearest)
+        return [(p, s) for p, s in kept if p is not None and mask[p]][:n]
 
     def candidates(
         self,
@@ -276,8 +274,13 @@ class Retriever:
         vector: npt.NDArray[np.float32],
         n: int,
         conditions: Conditions | None = None,
+        nearest: Sequence[tuple[str, float]] | None = None,
     ) -> list[tuple[MemoryUnit, _Candidate]]:
-        """Hybrid candidates for ``text``, inside ``conditions`` when given."""
+        """Hybrid candidates for ``text``, inside ``conditions`` when given.
+
+        ``nearest`` are the namespace's nearest memories to ``vector`` (id, cosine), best
+        first, when the caller already has them (one HNSW query serves both lists).
+        """
         snap = self.snapshot(namespace)
         if not len(snap):
             return []
@@ -285,11 +288,19 @@ class Retriever:
         if mask is not None and not mask.any():
             return []
         n = min(n, len(snap))
-        dense = (
-            self._dense(namespace, snap, vector, n, conditions, mask) if self.config.dense else []
-        )
-        lexical = snap.lexical(text, n, mask) if self.config.lexical else []
+        dense: list[tuple[int, float]] = []
+        lexical: list[tuple[int, float]] = []
+        if self.config.dense:
+            if nearest is None:
+                nearest = self.store.query(namespace, vector, self._pool(n, snap))
+            dense = self._dense(namespace, snap, vector, n, nearest, conditions, mask)
+        if self.config.lexical:
+            lexical = snap.lexical(text, n, mask)
         return [(snap.units[c.position], c) for c in fuse(dense, lexical, self.config.rrf_k)]
+
+    def _pool(self, n: int, snap: Snapshot) -> int:
+        """How many nearest memories one HNSW query fetches: enough for a wide filter too."""
+        return min(len(snap), 8 * n)
 
     def locate(self, namespace: str, phrase: str) -> TimeSpan | None:
         """When the event ``phrase`` ("the trip") happened, if memory names it unambiguously.
@@ -301,7 +312,8 @@ class Retriever:
         if not len(snap):
             return None
         vector = self.embedder.embed([phrase])[0]
-        dense = self._dense(namespace, snap, vector, 1, None, None)
+        nearest = self.store.query(namespace, vector, 1)
+        dense = self._dense(namespace, snap, vector, 1, nearest, None, None)
         if not dense or dense[0][1] < self.config.anchor_min_similarity:
             return None
         if dense[0][0] not in {position for position, _ in snap.lexical(phrase, 3)}:
@@ -320,14 +332,20 @@ class Retriever:
         conditions = Conditions.of(frame, self.config.session_context)
         use_context = bool(conditions) and self.config.context_ranking
         vector = self.embedder.embed([frame.query])[0]
-        content = self.candidates(namespace, frame.query, vector, n)
+        snap = self.snapshot(namespace)
+        nearest = (
+            self.store.query(namespace, vector, self._pool(n, snap) if use_context else n)
+            if self.config.dense and len(snap)
+            else []
+        )
+        content = self.candidates(namespace, frame.query, vector, n, nearest=nearest)
 
         chosen: list[tuple[MemoryUnit, _Candidate, bool]] = []
         seen: set[str] = set()
         if use_context:
             # the need (time words removed) drives BM25 inside the filter; the query's vector
             # is reused: one embedding per recall, as in content-only retrieval
-            valid = self.candidates(namespace, frame.need, vector, n, conditions)
+            valid = self.candidates(namespace, frame.need, vector, n, conditions, nearest)
             for unit, cand in valid[: math.ceil(k * self.config.context_share)]:
                 chosen.append((unit, cand, True))
                 seen.add(unit.id)

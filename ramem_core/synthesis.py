@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ramem_core.prompts import ANSWER_PROMPT
+from ramem_core.prompts import ANSWER_PROMPT, CONTEXT_PROMPT
 from ramem_core.protocols import LLM, TokenCounter
 from ramem_core.temporal import describe
 from ramem_core.types import Evidence, MemoryUnit
@@ -63,6 +63,45 @@ def render(
     )
     body = quote(resolved_content(evidence.unit))
     return f'<memory n="{number}" {attrs}>\n{body}\n</memory>'
+
+
+Scalar = str | int | float | bool
+
+
+def evidence_metadata(evidence: Evidence) -> dict[str, Scalar]:
+    """Evidence as flat metadata (scalars only) for framework documents and nodes.
+
+    Times are ISO 8601 strings; lists are joined with ``"; "``; unknown values are omitted.
+    """
+    unit, ctx = evidence.unit, evidence.unit.context
+    meta: dict[str, Scalar] = {
+        "id": unit.id,
+        "rank": evidence.rank,
+        "score": evidence.score,
+        "contextual": evidence.contextual,
+        "satisfied": "; ".join(evidence.satisfied),
+        "conversation_id": ctx.conversation_id,
+        "session_id": ctx.session_id,
+        "source_ids": "; ".join(unit.source_ids),
+        "speaker": ctx.speaker,
+        "participants": "; ".join(ctx.participants),
+        "topic": ctx.topic,
+        "content": unit.content,
+    }
+    if evidence.dense_score is not None:
+        meta["dense_score"] = evidence.dense_score
+    if evidence.lexical_score is not None:
+        meta["lexical_score"] = evidence.lexical_score
+    if ctx.location:
+        meta["location"] = ctx.location
+    for prefix, span in (("session", ctx.session_span), ("event", ctx.event_time)):
+        if span is not None:
+            meta[f"{prefix}_start"] = span.start.isoformat()
+            meta[f"{prefix}_end"] = span.end.isoformat()
+            meta[f"{prefix}_time"] = describe(span)
+    if ctx.mentions:
+        meta["mentions"] = "; ".join(f"{m.text} = {describe(m.span)}" for m in ctx.mentions)
+    return meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,3 +167,10 @@ def answer(question: str, context: ContextBlock, llm: LLM, now: datetime | None)
     """Ask ``llm`` to answer ``question`` from ``context``."""
     prompt = build_prompt(question, context, now)
     return Answer(llm.complete(prompt).strip(), prompt, context)
+
+
+def system_context(context: ContextBlock) -> str:
+    """The memory section an agent's system prompt gets; empty when nothing was recalled."""
+    if not context.text:
+        return ""
+    return CONTEXT_PROMPT.format(memories=context.text)

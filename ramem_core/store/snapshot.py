@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.types import MemoryUnit, to_epoch
+from ramem_core.types import Granularity, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
 Mask = npt.NDArray[np.bool_]
 
@@ -80,10 +80,17 @@ class Snapshot:
         self.session = _spans(self.units, session=True)
         self.event = _spans(self.units, session=False)
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
-        self._people: dict[str, list[int]] = {}
+        people: dict[str, list[int]] = {}
         for i, unit in enumerate(self.units):
             for name in {p.lower() for p in unit.context.participants}:
-                self._people.setdefault(name, []).append(i)
+                people.setdefault(name, []).append(i)
+        self._people = {name: np.array(rows, dtype=np.int64) for name, rows in people.items()}
+        self.time_range = self._time_range()
+        self.last_session_end = (
+            from_epoch(int(self.session.end[self.session.known].max()))
+            if self.session.known.any()
+            else None
+        )
         self._stemmer = _stemmer()
         self._bm25: bm25s.BM25 | None = None
         if self.units:
@@ -96,10 +103,21 @@ class Snapshot:
     def __len__(self) -> int:
         return len(self.units)
 
+    def _time_range(self) -> TimeSpan | None:
+        ses, ev = self.session, self.event
+        starts = np.concatenate([ses.start[ses.known], ev.start[ev.known]])
+        ends = np.concatenate([ses.end[ses.known], ev.end[ev.known]])
+        if not len(starts):
+            return None
+        return TimeSpan(from_epoch(int(starts.min())), from_epoch(int(ends.max())),
+                        Granularity.INSTANT)  # fmt: skip
+
     def involving(self, name: str) -> Mask:
         """Memories whose participants include ``name`` (case-insensitive)."""
         mask = np.zeros(len(self.units), dtype=bool)
-        mask[self._people.get(name.lower(), [])] = True
+        rows = self._people.get(name.lower())
+        if rows is not None:
+            mask[rows] = True
         return mask
 
     def lexical(self, query: str, k: int, mask: Mask | None = None) -> list[tuple[int, float]]:
@@ -116,21 +134,16 @@ class Snapshot:
         if not words:
             return []
         scores = np.asarray(self._bm25.get_scores(words), dtype=np.float32)
-        scores = np.where(scores > 0.0, scores, -np.inf)
+        rows = np.flatnonzero(scores > 0.0)  # usually a small share of the corpus
         if mask is not None:
-            scores = np.where(mask, scores, -np.inf)
-        return top_k(scores, k)
+            rows = rows[mask[rows]]
+        return [(int(rows[i]), s) for i, s in top_k(scores[rows], k)]
 
     def dense(
-        self, vector: npt.NDArray[np.float32], k: int, mask: Mask | None = None
+        self, vector: npt.NDArray[np.float32], k: int, rows: npt.NDArray[np.int64]
     ) -> list[tuple[int, float]]:
-        """Exact top ``k`` (position, cosine) pairs, inside ``mask`` if given."""
-        if self.vectors is None or not len(self.units) or k <= 0:
+        """Exact top ``k`` (position, cosine) pairs among the memories at ``rows``."""
+        if self.vectors is None or k <= 0 or not len(rows):
             return []
-        if mask is None:
-            return top_k(self.vectors @ vector, k)
-        chosen = np.flatnonzero(mask)
-        if len(chosen) > len(self.units) // 4:  # a wide filter: score all, no gather copy
-            return top_k(np.where(mask, self.vectors @ vector, -np.inf).astype(np.float32), k)
-        scores = self.vectors[chosen] @ vector
-        return [(int(chosen[i]), s) for i, s in top_k(scores, k)]
+        scores = self.vectors[rows] @ vector
+        return [(int(rows[i]), s) for i, s in top_k(scores, k)]

@@ -1,0 +1,38 @@
+"""LangChain adapters for RaMem: a retriever, chain memory, agent middleware and a recall tool.
+
+Install with ``pip install ramem[langchain]``.
+"""
+
+try:
+    import langchain_core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    msg = "langchain_ramem needs LangChain: pip install 'ramem[langchain]'"
+    raise ImportError(msg) from exc
+
+from langchain_ramem.models import LangChainEmbedder, LangChainLLM
+from langchain_ramem.retrievers import RaMemRetriever, evidence_to_document
+
+__all__ = [
+    "LangChainEmbedder",
+    "LangChainLLM",
+    "MemoryContext",
+    "RaMemMemory",
+    "RaMemMiddleware",
+    "RaMemRetriever",
+    "evidence_to_document",
+    "recall_tool",
+]
+
+
+def __getattr__(name: str) -> object:
+    # these need langchain / langchain-classic beyond langchain-core: import on first use
+    if name == "RaMemMemory":
+        from langchain_ramem.memory import RaMemMemory
+
+        return RaMemMemory
+    if name in {"MemoryContext", "RaMemMiddleware", "recall_tool"}:
+        from langchain_ramem import middleware
+
+        return getattr(middleware, name)
+    msg = f"module 'langchain_ramem' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -1,0 +1,191 @@
+"""Agent middleware for ``langchain.agents.create_agent`` and a recall tool.
+
+Before each model call the middleware recalls situated evidence for the latest user message and
+adds it, with coordinates, to the system message of that call (not to the stored history).
+After the agent's turn it records the exchange. The namespace of every read and write comes from
+the agent's context or config (``user_id`` by default), so one user's memory never reaches
+another's; without one, the middleware refuses to guess unless a default namespace was set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain.tools import ToolRuntime, tool
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    msg = "RaMemMiddleware needs langchain: pip install 'ramem[langchain]'"
+    raise ImportError(msg) from exc
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+
+from ramem_core import InvalidInputError, RaMem
+from ramem_core.synthesis import system_context
+
+
+@dataclass(frozen=True)
+class MemoryContext:
+    """A ready context schema: ``create_agent(..., context_schema=MemoryContext)`` and
+    ``agent.invoke(..., context=MemoryContext(user_id="u-42"))``."""
+
+    user_id: str
+
+
+def _lookup(source: Any, key: str) -> Any:
+    if source is None:
+        return None
+    if isinstance(source, Mapping):
+        return source.get(key)
+    return getattr(source, key, None)
+
+
+def resolve_namespace(
+    context: Any, config: Mapping[str, Any] | None, key: str, default: str | None
+) -> str:
+    """The tenant of a run: ``context[key]``, else ``config["configurable"][key]``."""
+    value = _lookup(context, key)
+    if value is None and config is not None:
+        value = _lookup(config.get("configurable"), key)
+    if value is None:
+        value = default
+    if value is None:
+        msg = (
+            f"no memory namespace for this run: pass context={{'{key}': ...}} or "
+            f"config={{'configurable': {{'{key}': ...}}}}, or set default_namespace"
+        )
+        raise InvalidInputError(msg)
+    return str(value)
+
+
+def _current_config() -> Mapping[str, Any] | None:
+    from langgraph.config import get_config
+
+    try:
+        return get_config()
+    except RuntimeError:  # called outside a runnable context
+        return None
+
+
+def _last_human(messages: list[AnyMessage]) -> HumanMessage | None:
+    return next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+
+
+def recall_tool(
+    memory: RaMem,
+    *,
+    k: int = 5,
+    namespace_key: str = "user_id",
+    default_namespace: str | None = None,
+) -> BaseTool:
+    """A tool the agent can call to search its long-term memory itself."""
+
+    @tool("recall_memory")
+    def recall_memory(query: str, runtime: ToolRuntime[Any, Any]) -> str:
+        """Search long-term memory of earlier conversations with this user.
+
+        Args:
+            query: what to look for, with any time or person it concerns
+                (e.g. "what the doctor said last August").
+        """
+        ns = resolve_namespace(runtime.context, runtime.config, namespace_key, default_namespace)
+        block = memory.situate(query, k=k, namespace=ns)
+        return block.text or "No memory found."
+
+    return recall_memory
+
+
+class RaMemMiddleware(AgentMiddleware):
+    """Inject situated memories before model calls and record each exchange afterwards.
+
+    Args:
+        memory: the RaMem memory.
+        k: memories recalled per model call.
+        max_tokens: budget of the injected memories.
+        namespace_key: the context or configurable key naming the user.
+        default_namespace: the namespace when a run names none (``None``: refuse).
+        record: record each exchange after the agent's turn.
+        with_tool: also give the agent the ``recall_memory`` tool.
+        clock: the time recorded with each exchange.
+    """
+
+    def __init__(
+        self,
+        memory: RaMem,
+        *,
+        k: int = 5,
+        max_tokens: int | None = 1500,
+        namespace_key: str = "user_id",
+        default_namespace: str | None = None,
+        record: bool = True,
+        with_tool: bool = True,
+        clock: Callable[[], datetime] = datetime.now,
+    ) -> None:
+        super().__init__()
+        self.memory = memory
+        self.k = k
+        self.max_tokens = max_tokens
+        self.namespace_key = namespace_key
+        self.default_namespace = default_namespace
+        self.record = record
+        self.clock = clock
+        self.tools = (
+            [
+                recall_tool(
+                    memory, k=k, namespace_key=namespace_key, default_namespace=default_namespace
+                )
+            ]
+            if with_tool
+            else []
+        )
+
+    def _namespace(self, context: Any) -> str:
+        return resolve_namespace(context, _current_config(), self.namespace_key,
+                                 self.default_namespace)  # fmt: skip
+
+    def _with_memories(self, request: ModelRequest) -> ModelRequest:
+        human = _last_human(request.messages)
+        if human is None or not human.text.strip():
+            return request
+        namespace = self._namespace(request.runtime.context if request.runtime else None)
+        block = self.memory.situate(human.text, k=self.k, namespace=namespace,
+                                    max_tokens=self.max_tokens)  # fmt: skip
+        section = system_context(block)
+        if not section:
+            return request
+        base = request.system_prompt or ""
+        text = f"{base}\n\n{section}" if base else section
+        return request.override(system_message=SystemMessage(content=text))
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        """Add the recalled memories to this model call's system message."""
+        return handler(self._with_memories(request))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        """Async form of :meth:`wrap_model_call` (recall runs in a worker thread)."""
+        return await handler(await asyncio.to_thread(self._with_memories, request))
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Record the latest user message and the agent's final answer."""
+        if not self.record:
+            return None
+        messages: list[AnyMessage] = state["messages"]
+        human = _last_human(messages)
+        if human is None:
+            return None
+        reply = messages[-1].text if messages and messages[-1] is not human else ""
+        self.memory.add_exchange(human.text, reply, at=self.clock(),
+                                 namespace=self._namespace(runtime.context))  # fmt: skip
+        return None
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Async form of :meth:`after_agent`."""
+        return await asyncio.to_thread(self.after_agent, state, runtime)

@@ -1,0 +1,52 @@
+"""LangChain embeddings and chat models as RaMem's ``Embedder`` and ``LLM``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+
+
+class LangChainEmbedder:
+    """Any LangChain ``Embeddings`` as RaMem's embedder (vectors are L2-normalised here).
+
+    Args:
+        embeddings: the LangChain embeddings object.
+        name: a stable name of the model; it is stored with each collection so that vectors
+            of two models never mix.
+        dimension: the vector length; measured with one call when not given.
+    """
+
+    def __init__(self, embeddings: Embeddings, name: str, dimension: int | None = None) -> None:
+        self.embeddings = embeddings
+        self.name = name
+        self._dimension = dimension
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector."""
+        if self._dimension is None:
+            self._dimension = len(self.embeddings.embed_query("dimension probe"))
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` with the wrapped model."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = np.asarray(self.embeddings.embed_documents(list(texts)), dtype=np.float32)
+        norms = np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+        return np.asarray(vectors / norms, dtype=np.float32)
+
+
+class LangChainLLM:
+    """Any LangChain chat model as RaMem's ``LLM`` (prompt in, text out)."""
+
+    def __init__(self, model: BaseChatModel) -> None:
+        self.model = model
+
+    def complete(self, prompt: str) -> str:
+        """The model's text answer to ``prompt``."""
+        return self.model.invoke(prompt).text

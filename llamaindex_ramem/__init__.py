@@ -1,0 +1,22 @@
+"""LlamaIndex adapters for RaMem: a retriever and a memory block for agent ``Memory``.
+
+Install with ``pip install ramem[llamaindex]``.
+"""
+
+try:
+    import llama_index.core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    msg = "llamaindex_ramem needs LlamaIndex: pip install 'ramem[llamaindex]'"
+    raise ImportError(msg) from exc
+
+from llamaindex_ramem.memory import RaMemMemoryBlock
+from llamaindex_ramem.models import LlamaIndexEmbedder, LlamaIndexLLM
+from llamaindex_ramem.retrievers import RaMemRetriever, evidence_to_node
+
+__all__ = [
+    "LlamaIndexEmbedder",
+    "LlamaIndexLLM",
+    "RaMemMemoryBlock",
+    "RaMemRetriever",
+    "evidence_to_node",
+]

@@ -1,0 +1,72 @@
+"""``RaMemRetriever``: RaMem's validity-aware recall as a LlamaIndex ``BaseRetriever``."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Any, Literal
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from ramem_core import Evidence, RaMem
+from ramem_core.synthesis import evidence_metadata, render
+
+
+def evidence_to_node(
+    evidence: Evidence, text: Literal["situated", "content"] = "situated"
+) -> NodeWithScore:
+    """One piece of evidence as a scored ``TextNode`` with flat episodic metadata."""
+    body = render(evidence, evidence.rank) if text == "situated" else evidence.unit.content
+    metadata = evidence_metadata(evidence)
+    node = TextNode(
+        id_=evidence.unit.id,
+        text=body,
+        metadata=metadata,
+        # the rendering already carries the coordinates: keep metadata out of LLM/embed text
+        excluded_llm_metadata_keys=list(metadata),
+        excluded_embed_metadata_keys=list(metadata),
+    )
+    return NodeWithScore(node=node, score=evidence.score)
+
+
+class RaMemRetriever(BaseRetriever):
+    """Situated memories for a query: valid ones first, relevant ones after.
+
+    Works wherever a LlamaIndex retriever does, e.g.
+    ``RetrieverQueryEngine.from_args(RaMemRetriever(memory, k=5), llm=...)``.
+
+    Args:
+        memory: the RaMem memory.
+        k: how many memories to return (``similarity_top_k`` is accepted as an alias).
+        namespace: the tenant; ``None`` uses the memory's default.
+        at: the query time; ``None`` means the end of the last session.
+        text: node text: the situated rendering or the bare content.
+    """
+
+    def __init__(
+        self,
+        memory: RaMem,
+        k: int = 10,
+        *,
+        namespace: str | None = None,
+        at: datetime | None = None,
+        text: Literal["situated", "content"] = "situated",
+        similarity_top_k: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.memory = memory
+        self.k = similarity_top_k or k
+        self.namespace = namespace
+        self.at = at
+        self.text = text
+        super().__init__(**kwargs)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        evidence = self.memory.recall(
+            query_bundle.query_str, self.k, at=self.at, namespace=self.namespace
+        )
+        return [evidence_to_node(e, self.text) for e in evidence]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return await asyncio.to_thread(self._retrieve, query_bundle)

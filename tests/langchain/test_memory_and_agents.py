@@ -1,0 +1,166 @@
+"""Chain memory, create_agent middleware, the recall tool and model wrappers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from itertools import count
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+
+from langchain_ramem import (
+    LangChainEmbedder,
+    LangChainLLM,
+    MemoryContext,
+    RaMemMemory,
+    RaMemMiddleware,
+    RaMemRetriever,
+)
+from langchain_ramem.testing import ScriptedChatModel
+from ramem_core import ChromaStore, InvalidInputError, RaMem
+from ramem_core.testing import WordCounter
+from tests.conftest import two_trips
+
+
+def ticking_clock(start: datetime = datetime(2023, 9, 1, 10, 0)):
+    ticks = count()
+    return lambda: start + timedelta(minutes=next(ticks))
+
+
+# ---------------------------------------------------------------- BaseMemory for chains
+
+
+def test_chain_memory_loads_situated_evidence_and_saves_turns(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    chain_memory = RaMemMemory(memory=memory, k=2, clock=ticking_clock())
+    assert chain_memory.memory_variables == ["history"]
+    loaded = chain_memory.load_memory_variables({"input": "What did Ben eat in August?"})
+    assert 'said="28 August 2023, 21:00"' in loaded["history"]
+    assert "sardines" in loaded["history"]
+
+    chain_memory.save_context({"input": "I sold my bike today."}, {"output": "Noted!"})
+    assert memory.count() == 8
+    latest = chain_memory.load_memory_variables({"input": "What did I sell?"})["history"]
+    assert "Human: I sold my bike today (= 1 September 2023)." in latest
+    assert 'said="1 September 2023, 10:00"' in latest
+
+
+def test_chain_memory_needs_to_know_its_keys(memory: RaMem) -> None:
+    chain_memory = RaMemMemory(memory=memory)
+    with pytest.raises(ValueError, match="set input_key"):
+        chain_memory.load_memory_variables({"question": "a", "topic": "b"})
+    keyed = RaMemMemory(memory=memory, input_key="question")
+    assert keyed.load_memory_variables({"question": "a", "topic": "b"}) == {"history": ""}
+
+
+def test_chain_memory_clear_drops_only_its_namespace(memory: RaMem) -> None:
+    memory.add_conversation(two_trips(), namespace="alice")
+    memory.add_conversation(two_trips(), namespace="bob")
+    RaMemMemory(memory=memory, namespace="alice").clear()
+    assert "alice" not in memory.store.namespaces()
+    assert memory.count("bob") == 6
+
+
+# ---------------------------------------------------------------- create_agent middleware
+
+
+def test_middleware_injects_memories_and_records_the_exchange(memory: RaMem) -> None:
+    memory.add_conversation(two_trips(), namespace="ben")
+    model = ScriptedChatModel(replies=["You ate grilled sardines and ramen."])
+    agent = create_agent(
+        model,
+        system_prompt="You are Ben's assistant.",
+        middleware=[RaMemMiddleware(memory, k=2, clock=ticking_clock(), with_tool=False)],
+        context_schema=MemoryContext,
+    )
+    result = agent.invoke(
+        {"messages": [("user", "What did I eat on my trip in August?")]},
+        context=MemoryContext("ben"),
+    )
+    assert result["messages"][-1].text == "You ate grilled sardines and ramen."
+    [sent] = model.calls
+    system = sent[0]
+    assert isinstance(system, SystemMessage)
+    assert system.text.startswith("You are Ben's assistant.")
+    assert 'said="28 August 2023, 21:00"' in system.text
+    # memories are not written into the stored conversation history
+    assert not any(isinstance(m, SystemMessage) for m in result["messages"])
+    # the exchange is now memory, in Ben's namespace only
+    assert memory.count("ben") == 8
+    assert "alice" not in memory.store.namespaces()
+
+
+def test_middleware_reads_namespace_from_config_and_keeps_users_apart(memory: RaMem) -> None:
+    model = ScriptedChatModel(default="ok")
+    agent = create_agent(model, middleware=[RaMemMiddleware(memory, with_tool=False,
+                                                            clock=ticking_clock())])  # fmt: skip
+    agent.invoke({"messages": [("user", "My locker code is 4417.")]},
+                 config={"configurable": {"user_id": "alice"}})  # fmt: skip
+    agent.invoke({"messages": [("user", "What is my locker code?")]},
+                 config={"configurable": {"user_id": "mallory"}})  # fmt: skip
+    mallory_saw = model.calls[-1][0].text if isinstance(model.calls[-1][0], SystemMessage) else ""
+    assert "4417" not in mallory_saw
+    agent.invoke({"messages": [("user", "What is my locker code?")]},
+                 config={"configurable": {"user_id": "alice"}})  # fmt: skip
+    assert "4417" in model.calls[-1][0].text
+
+
+def test_middleware_refuses_to_guess_a_namespace(memory: RaMem) -> None:
+    agent = create_agent(ScriptedChatModel(), middleware=[RaMemMiddleware(memory)])
+    with pytest.raises(InvalidInputError, match="no memory namespace"):
+        agent.invoke({"messages": [("user", "hello")]})
+
+
+def test_agent_can_call_the_recall_tool(memory: RaMem) -> None:
+    memory.add_conversation(two_trips(), namespace="ben")
+    call = AIMessage(
+        content="",
+        tool_calls=[
+            {
+                "name": "recall_memory",
+                "args": {"query": "doctor in February"},
+                "id": "call-1",
+                "type": "tool_call",
+            }
+        ],
+    )
+    model = ScriptedChatModel(replies=[call, "Your blood pressure was too high."])
+    middleware = RaMemMiddleware(memory, k=1, record=False)
+    agent = create_agent(model, middleware=[middleware], context_schema=MemoryContext)
+    result = agent.invoke({"messages": [("user", "What did my doctor say?")]},
+                          context=MemoryContext("ben"))  # fmt: skip
+    [tool_message] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert "blood pressure is too high" in tool_message.text
+    assert 'said="10 February 2023, 19:00"' in tool_message.text
+    assert result["messages"][-1].text == "Your blood pressure was too high."
+
+
+async def test_middleware_works_async(memory: RaMem) -> None:
+    memory.add_conversation(two_trips(), namespace="ben")
+    model = ScriptedChatModel(default="ok")
+    agent = create_agent(model, middleware=[RaMemMiddleware(memory, with_tool=False,
+                                                            clock=ticking_clock())],
+                         context_schema=MemoryContext)  # fmt: skip
+    await agent.ainvoke({"messages": [("user", "What did I eat in August?")]},
+                        context=MemoryContext("ben"))  # fmt: skip
+    assert "sardines" in model.calls[0][0].text
+    assert memory.count("ben") == 8
+
+
+# ---------------------------------------------------------------- any LangChain model
+
+
+def test_langchain_embeddings_and_chat_model_plug_into_the_core(tmp_path) -> None:
+    embedder = LangChainEmbedder(DeterministicFakeEmbedding(size=32), name="fake-32")
+    memory = RaMem(ChromaStore.persistent(tmp_path, embedder), counter=WordCounter(),
+                   llm=LangChainLLM(ScriptedChatModel(default="sardines")))  # fmt: skip
+    memory.add_conversation(two_trips())
+    assert embedder.dimension == 32
+    assert len(RaMemRetriever(memory=memory, k=3).invoke("grilled sardines")) == 3
+    assert memory.answer("What did Ben eat in August?").text == "sardines"
+
+
+def _system_text(messages: list[BaseMessage]) -> str:
+    return messages[0].text if isinstance(messages[0], SystemMessage) else ""

@@ -1,0 +1,103 @@
+"""LlamaIndex: the retriever in a query engine with postprocessors, and the memory block."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from itertools import count
+
+import pytest
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.llms import MockLLM
+from llama_index.core.memory import Memory
+from llama_index.core.postprocessor import SimilarityPostprocessor
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import QueryBundle
+
+from llamaindex_ramem import LlamaIndexEmbedder, LlamaIndexLLM, RaMemMemoryBlock, RaMemRetriever
+from ramem_core import ChromaStore, RaMem
+from ramem_core.testing import WordCounter
+from tests.conftest import two_trips
+
+QUESTION = "Where did Ben eat grilled sardines by the river in August?"
+
+
+def test_retriever_returns_scored_nodes_with_coordinates(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    nodes = RaMemRetriever(memory, k=3).retrieve(QUESTION)
+    assert len(nodes) == 3
+    top = nodes[0]
+    assert top.node.metadata["source_ids"] == "S3:1"
+    assert top.node.metadata["session_time"] == "28 August 2023, 21:00"
+    assert 'said="28 August 2023, 21:00"' in top.node.get_content()
+    assert top.score is not None
+    assert top.score >= nodes[1].score  # type: ignore[operator]
+    # the coordinates are in the text already: metadata is not repeated to the LLM
+    assert top.node.get_content(metadata_mode="llm") == top.node.get_content()
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_sync_and_async_agree(memory: RaMem, use_async: bool) -> None:
+    memory.add_conversation(two_trips())
+    retriever = RaMemRetriever(memory, similarity_top_k=2)
+    nodes = await retriever.aretrieve(QUESTION) if use_async else retriever.retrieve(QUESTION)
+    assert [n.node.node_id for n in nodes] == [n.node.node_id for n in retriever.retrieve(QUESTION)]
+    assert len(nodes) == 2
+
+
+def test_query_engine_with_mock_llm_and_postprocessor(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    retriever = RaMemRetriever(memory, k=4)
+    top_score = retriever.retrieve(QUESTION)[1].score
+    engine = RetrieverQueryEngine.from_args(
+        retriever,
+        llm=MockLLM(),
+        node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=top_score)],
+    )
+    response = engine.query(QueryBundle(QUESTION))
+    assert len(response.source_nodes) == 2  # the postprocessor cut the weaker two
+    assert response.source_nodes[0].node.metadata["source_ids"] == "S3:1"
+    # MockLLM echoes its prompt: the situated memory reached the LLM with its coordinates
+    assert 'said="28 August 2023, 21:00"' in str(response)
+
+
+async def test_memory_block_stores_flushed_messages_and_recalls(memory: RaMem) -> None:
+    memory.add_conversation(two_trips(), namespace="ben")
+    ticks = count()
+    block = RaMemMemoryBlock(
+        memory=memory,
+        namespace="ben",
+        clock=lambda: datetime(2023, 9, 1, 10) + timedelta(minutes=next(ticks)),
+    )
+    agent_memory = Memory.from_defaults(
+        session_id="ben-chat", token_limit=60, chat_history_token_ratio=0.2,
+        token_flush_size=10, memory_blocks=[block],
+    )  # fmt: skip
+    for text in ("I sold my old bike to Carol yesterday.", "Nice, how much?",
+                 "Two hundred euros.", "Good deal."):  # fmt: skip
+        role = MessageRole.USER if len(agent_memory.get_all()) % 2 == 0 else MessageRole.ASSISTANT
+        await agent_memory.aput(ChatMessage(role=role, content=text))
+    assert memory.count("ben") > 6  # flushed turns became situated memories
+    stored = [u for u in memory.store.get("ben") if u.context.conversation_id == "llamaindex"]
+    assert stored[0].context.event_time is not None
+    assert stored[0].context.event_time.start.date().isoformat() == "2023-08-31"
+
+    text = await block.aget([ChatMessage(role=MessageRole.USER, content="Who bought my bike?")])
+    assert "Carol" in text
+    messages = await agent_memory.aget()
+    assert any("ramem" in str(m.content) for m in messages)  # the block reached the prompt
+
+
+async def test_memory_block_without_user_message_is_empty(memory: RaMem) -> None:
+    block = RaMemMemoryBlock(memory=memory)
+    assert await block.aget([]) == ""
+
+
+def test_llamaindex_embedding_and_llm_plug_into_the_core(tmp_path) -> None:
+    embedder = LlamaIndexEmbedder(MockEmbedding(embed_dim=16), name="mock-16")
+    memory = RaMem(ChromaStore.persistent(tmp_path, embedder), counter=WordCounter(),
+                   llm=LlamaIndexLLM(MockLLM(max_tokens=5)))  # fmt: skip
+    memory.add_conversation(two_trips())
+    assert embedder.dimension == 16
+    assert len(RaMemRetriever(memory, k=2).retrieve("sardines")) == 2
+    assert memory.answer("What did Ben eat in August?").text
