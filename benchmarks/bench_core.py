@@ -47,10 +47,22 @@ from ramem_core.loaders import load_conversations  # noqa: E402
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 NAMES = ["Alice", "Ben", "Carol", "Dmitri", "Elena", "Farah", "Gus", "Hana"]
 TOPICS = [
-    "the garden", "a marathon", "the new job", "a trip to Lisbon", "the doctor", "a painting class",
-    "the dog", "a concert", "the kitchen renovation", "a birthday party", "the book club",
-    "a camping weekend", "the wedding", "a cooking course", "the piano lessons",
-]  # fmt: skip
+    "the garden",
+    "a marathon",
+    "the new job",
+    "a trip to Lisbon",
+    "the doctor",
+    "a painting class",
+    "the dog",
+    "a concert",
+    "the kitchen renovation",
+    "a birthday party",
+    "the book club",
+    "a camping weekend",
+    "the wedding",
+    "a cooking course",
+    "the piano lessons",
+]
 TIMES = ["yesterday", "last week", "two days ago", "last month", "on the weekend", "", "", ""]
 QUERIES = [
     "What did {name} say about {topic} last August?",
@@ -225,9 +237,10 @@ def bench_locomo(embedder: MiniLMEmbedder, k: int) -> dict[str, Any] | None:
                     continue
                 for system, memory in (("ramem", ramem), ("content", content)):
                     got = {
-                        sid for e in memory.recall(qa["question"], k=k, namespace=ns)
+                        sid
+                        for e in memory.recall(qa["question"], k=k, namespace=ns)
                         for sid in e.unit.source_ids
-                    }  # fmt: skip
+                    }
                     share = len(gold & got) / len(gold)
                     scores[system].setdefault(names[category], []).append(share)
                     scores[system].setdefault("overall", []).append(share)
@@ -254,23 +267,31 @@ def main() -> None:
     print("== ingest (default embedder: all-MiniLM-L6-v2 int8 ONNX)", flush=True)
     ingest = bench_ingest(embedder)
     results["ingest"] = ingest
-    print(f"{ingest['source']}: {ingest['turns']} turns in {ingest['seconds']:.1f} s -> "
-          f"{ingest['ingest_turns_per_s']:.0f} turns/s (anchoring alone "
-          f"{ingest['anchor_turns_per_s']:.0f}/s, embedding alone "
-          f"{ingest['embed_texts_per_s']:.0f}/s)", flush=True)  # fmt: skip
+    print(
+        f"{ingest['source']}: {ingest['turns']} turns in {ingest['seconds']:.1f} s -> "
+        f"{ingest['ingest_turns_per_s']:.0f} turns/s (anchoring alone "
+        f"{ingest['anchor_turns_per_s']:.0f}/s, embedding alone "
+        f"{ingest['embed_texts_per_s']:.0f}/s)",
+        flush=True,
+    )
 
     print(f"\n== recall latency (k={args.k}), RaMem vs plain Chroma query + BM25", flush=True)
-    header = (f"{'memories':>9} {'grounded':>8} {'RaMem p50':>10} {'RaMem p95':>10} "
-              f"{'plain p50':>10} {'plain p95':>10} {'ratio p95':>9} {'RSS MiB':>8}")  # fmt: skip
+    header = (
+        f"{'memories':>9} {'grounded':>8} {'RaMem p50':>10} {'RaMem p95':>10} "
+        f"{'plain p50':>10} {'plain p95':>10} {'ratio p95':>9} {'RSS MiB':>8}"
+    )
     print(header, flush=True)
     results["recall"] = []
     for size in (int(s) for s in args.sizes.split(",") if s):
         row = bench_recall(size, args.queries, embedder, args.k)
         results["recall"].append(row)
-        print(f"{row['memories']:>9} {row['grounded_share']:>8.0%} {row['ramem_p50_ms']:>10.1f} "
-              f"{row['ramem_p95_ms']:>10.1f} {row['plain_p50_ms']:>10.1f} "
-              f"{row['plain_p95_ms']:>10.1f} {row['ratio_p95']:>9.2f} "
-              f"{row['peak_rss_mb']:>8.0f}", flush=True)  # fmt: skip
+        print(
+            f"{row['memories']:>9} {row['grounded_share']:>8.0%} {row['ramem_p50_ms']:>10.1f} "
+            f"{row['ramem_p95_ms']:>10.1f} {row['plain_p50_ms']:>10.1f} "
+            f"{row['plain_p95_ms']:>10.1f} {row['ratio_p95']:>9.2f} "
+            f"{row['peak_rss_mb']:>8.0f}",
+            flush=True,
+        )
 
     if not args.skip_locomo:
         locomo = bench_locomo(embedder, args.k)

@@ -61,8 +61,9 @@ class RaMemMemory(BaseMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Situated evidence for the chain's input."""
         query = _pick(inputs, self.input_key, {self.memory_key}, "input")
-        block = self.memory.situate(query, k=self.k, namespace=self.namespace,
-                                    max_tokens=self.max_tokens)  # fmt: skip
+        block = self.memory.situate(
+            query, k=self.k, namespace=self.namespace, max_tokens=self.max_tokens
+        )
         return {self.memory_key: block.text}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:

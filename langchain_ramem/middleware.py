@@ -144,16 +144,18 @@ class RaMemMiddleware(AgentMiddleware):
         )
 
     def _namespace(self, context: Any) -> str:
-        return resolve_namespace(context, _current_config(), self.namespace_key,
-                                 self.default_namespace)  # fmt: skip
+        return resolve_namespace(
+            context, _current_config(), self.namespace_key, self.default_namespace
+        )
 
     def _with_memories(self, request: ModelRequest) -> ModelRequest:
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
             return request
         namespace = self._namespace(request.runtime.context if request.runtime else None)
-        block = self.memory.situate(human.text, k=self.k, namespace=namespace,
-                                    max_tokens=self.max_tokens)  # fmt: skip
+        block = self.memory.situate(
+            human.text, k=self.k, namespace=namespace, max_tokens=self.max_tokens
+        )
         section = system_context(block)
         if not section:
             return request
@@ -182,8 +184,9 @@ class RaMemMiddleware(AgentMiddleware):
         if human is None:
             return None
         reply = messages[-1].text if messages and messages[-1] is not human else ""
-        self.memory.add_exchange(human.text, reply, at=self.clock(),
-                                 namespace=self._namespace(runtime.context))  # fmt: skip
+        self.memory.add_exchange(
+            human.text, reply, at=self.clock(), namespace=self._namespace(runtime.context)
+        )
         return None
 
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:

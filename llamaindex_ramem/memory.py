@@ -29,31 +29,49 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
     max_tokens: int | None = 1500
     namespace: str | None = None
     conversation_id: str = "llamaindex"
+    user_name: str = "user"
+    """The speaker name stored for user messages (e.g. the user's real name)."""
+    assistant_name: str = "assistant"
+    """The speaker name stored for assistant messages."""
     clock: Callable[[], datetime] = Field(default=datetime.now)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = next(
-            (m.content for m in reversed(messages or []) if m.role == MessageRole.USER and
-             isinstance(m.content, str) and m.content.strip()),
+            (
+                m.content
+                for m in reversed(messages or [])
+                if m.role == MessageRole.USER and isinstance(m.content, str) and m.content.strip()
+            ),
             None,
-        )  # fmt: skip
+        )
         if query is None:
             return ""
         block = await asyncio.to_thread(
-            self.memory.situate, query, k=self.k, namespace=self.namespace,
+            self.memory.situate,
+            query,
+            k=self.k,
+            namespace=self.namespace,
             max_tokens=self.max_tokens,
-        )  # fmt: skip
+        )
         return block.text
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         def store() -> None:
             at = self.clock()
+            speakers = {
+                MessageRole.USER: self.user_name,
+                MessageRole.ASSISTANT: self.assistant_name,
+            }
             for message in messages:
                 text = message.content if isinstance(message.content, str) else None
-                if text and text.strip() and message.role in (MessageRole.USER,
-                                                               MessageRole.ASSISTANT):  # fmt: skip
-                    self.memory.add_turn(str(message.role.value), text, at=at,
-                                         conversation_id=self.conversation_id,
-                                         namespace=self.namespace)  # fmt: skip
+                speaker = speakers.get(message.role)
+                if text and text.strip() and speaker is not None:
+                    self.memory.add_turn(
+                        speaker,
+                        text,
+                        at=at,
+                        namespace=self.namespace,
+                        conversation_id=self.conversation_id,
+                    )
 
         await asyncio.to_thread(store)

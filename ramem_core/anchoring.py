@@ -152,8 +152,9 @@ class RuleAnchorer:
         units = []
         for begin in range(0, len(session.turns), self.window):
             turns = session.turns[begin : begin + self.window]
-            units.append(self._unit(conversation_id, session, session_index, begin, turns,
-                                    span, known))  # fmt: skip
+            units.append(
+                self._unit(conversation_id, session, session_index, begin, turns, span, known)
+            )
         return units
 
     def _unit(

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import datetime
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,8 +23,7 @@ if TYPE_CHECKING:
 def _open(args: argparse.Namespace, **kwargs: object) -> RaMem:
     from ramem_core.memory import RaMem
 
-    return RaMem.open(args.path, host=args.host, port=args.port, namespace=args.namespace,
-                      **kwargs)  # type: ignore[arg-type]  # fmt: skip
+    return RaMem.open(args.path, host=args.host, port=args.port, namespace=args.namespace, **kwargs)  # type: ignore[arg-type]
 
 
 def _at(value: str | None) -> datetime | None:
@@ -61,8 +58,14 @@ def print_evidence(console: Console, evidence: Sequence[Evidence], title: str = 
     from ramem_core.synthesis import coordinates, resolved_content
 
     table = Table(title=title or None, show_lines=True, expand=True)
-    for name, ratio in (("#", 1), ("said", 4), ("event", 4), ("who", 3), ("memory", 12),
-                        ("why valid", 6)):  # fmt: skip
+    for name, ratio in (
+        ("#", 1),
+        ("said", 4),
+        ("event", 4),
+        ("who", 3),
+        ("memory", 12),
+        ("why valid", 6),
+    ):
         table.add_column(name, ratio=ratio, overflow="fold")
     for item in evidence:
         coords = coordinates(item.unit)
@@ -87,8 +90,9 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("embedding memories", total=None)
         report = memory.add_conversations(
-            conversations, progress=lambda done, total: bar.update(task, completed=done,
-                                                                    total=total))  # fmt: skip
+            conversations,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
     console.print(
         f"ingested {report.conversations} conversation(s), {report.sessions} sessions, "
         f"{report.turns} turns -> {report.units} memory units ({report.new_units} new) "
@@ -138,23 +142,23 @@ def cmd_delete(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     """Ingest the shipped two-friends conversation and compare RaMem with content retrieval."""
+    from ramem_core.loaders import demo_conversation
     from ramem_core.memory import RaMem
     from ramem_core.retrieval import RetrievalConfig
 
-    data = json.loads(
-        (resources.files("ramem_core") / "_data" / "demo_conversation.json").read_text("utf-8")
-    )
+    conversation, questions = demo_conversation()
     with tempfile.TemporaryDirectory(prefix="ramem-demo-") as tmp:
         memory = RaMem.open(Path(args.path or tmp), namespace="demo")
-        content = RaMem(memory.store, namespace="demo",
-                        config=RetrievalConfig(context_ranking=False))  # fmt: skip
-        report = memory.add_conversation(data)
+        content = RaMem(
+            memory.store, namespace="demo", config=RetrievalConfig(context_ranking=False)
+        )
+        report = memory.add_conversation(conversation)
         console.print(
             f"[bold]RaMem demo[/bold]: {report.sessions} sessions between Alice and Ben "
             f"(Feb-Nov 2023, two trips, two doctor visits) -> {report.units} situated memories"
         )
         hits = {"ramem": 0, "content": 0}
-        for q in data["questions"]:
+        for q in questions:
             expected = q["expected_session"]
             console.rule(f"[bold]{q['question']}[/bold]  (answer in session {expected})")
             frame = memory.frame(q["question"])
@@ -166,7 +170,7 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
                 label = "RaMem (valid first)" if name == "ramem" else "content-only (dense+BM25)"
                 verdict = "[green]right episode[/green]" if ok else "[red]wrong episode[/red]"
                 print_evidence(console, evidence, f"{label}: top-1 {verdict}")
-        n = len(data["questions"])
+        n = len(questions)
         console.rule("summary")
         console.print(
             f"top-1 from the right episode: RaMem {hits['ramem']}/{n}, "
@@ -178,8 +182,9 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ramem`` command."""
     parser = argparse.ArgumentParser(prog="ramem", description=__doc__)
-    parser.add_argument("--path", help="memory directory (default: $RAMEM_HOME or "
-                        "~/.local/share/ramem)")  # fmt: skip
+    parser.add_argument(
+        "--path", help="memory directory (default: $RAMEM_HOME or ~/.local/share/ramem)"
+    )
     parser.add_argument("--host", help="use a Chroma server (chroma run) at this host")
     parser.add_argument("--port", type=int, default=8000, help="Chroma server port")
     parser.add_argument("--namespace", default="default", help="tenant (default: default)")

@@ -27,10 +27,15 @@ from ramem_core.temporal import (
 from ramem_core.types import Granularity, RecallFrame, Relation, TimeConstraint, TimeSpan
 
 _RELATION_WORDS = {
-    "before": Relation.BEFORE, "prior to": Relation.BEFORE, "until": Relation.BEFORE,
-    "after": Relation.AFTER, "following": Relation.AFTER, "since": Relation.AFTER,
-    "during": Relation.DURING, "while": Relation.DURING,
-}  # fmt: skip
+    "before": Relation.BEFORE,
+    "prior to": Relation.BEFORE,
+    "until": Relation.BEFORE,
+    "after": Relation.AFTER,
+    "following": Relation.AFTER,
+    "since": Relation.AFTER,
+    "during": Relation.DURING,
+    "while": Relation.DURING,
+}
 _RELATION = re.compile(
     rf"\b(?:(?P<n>{NUMBER_PATTERN})\s+(?P<unit>day|week|month|year)s?\s+)?"
     r"(?P<rel>before|prior to|until|after|following|since|during|while)\s+"
@@ -120,9 +125,10 @@ class RuleFrameInducer:
         if yearless:
             # "in May" with no year: grounded only if exactly one May lies in the memory's range
             candidates = [
-                s for y in range(memory.start.year, memory.end.year + 1)
+                s
+                for y in range(memory.start.year, memory.end.year + 1)
                 if (s := _with_year(span, y)) is not None and s.overlaps(memory)
-            ]  # fmt: skip
+            ]
             past = [s for s in candidates if s.start <= context.now]
             if len(past) == 1:  # a question about memory asks about the past first
                 candidates = past
@@ -157,12 +163,15 @@ class RuleFrameInducer:
             amount = number_word(m.group("n"))
             if amount is None or relation is Relation.DURING:
                 return TimeConstraint(text, None, False, relation, anchor_text, "vague offset")
-            window: TimeSpan | None = _offset_span(anchor, amount, m.group("unit").lower(),
-                                                   relation)  # fmt: skip
+            window: TimeSpan | None = _offset_span(
+                anchor, amount, m.group("unit").lower(), relation
+            )
         else:
             window = relation_window(anchor, relation, memory)
         if window is None or not window.overlaps(memory):
-            return TimeConstraint(text, window, False, relation, anchor_text,
-                                  "outside the conversation's dates")  # fmt: skip
-        return TimeConstraint(text, window, True, relation, anchor_text,
-                              f"{relation.value} {source}")  # fmt: skip
+            return TimeConstraint(
+                text, window, False, relation, anchor_text, "outside the conversation's dates"
+            )
+        return TimeConstraint(
+            text, window, True, relation, anchor_text, f"{relation.value} {source}"
+        )

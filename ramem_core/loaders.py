@@ -38,8 +38,9 @@ MAX_TURN_CHARS = 50_000
 Format = Literal["auto", "ramem", "locomo", "longmemeval"]
 
 
-def _time(value: Any, what: str, *, source: str | None, session: str | None,
-          turn: str | None = None) -> datetime | None:  # fmt: skip
+def _time(
+    value: Any, what: str, *, source: str | None, session: str | None, turn: str | None = None
+) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
@@ -54,8 +55,15 @@ def _time(value: Any, what: str, *, source: str | None, session: str | None,
     return parsed.replace(tzinfo=None)
 
 
-def _str(obj: Mapping[str, Any], key: str, *, source: str | None, session: str | None,
-         turn: str | None = None, required: bool = True) -> str:  # fmt: skip
+def _str(
+    obj: Mapping[str, Any],
+    key: str,
+    *,
+    source: str | None,
+    session: str | None,
+    turn: str | None = None,
+    required: bool = True,
+) -> str:
     value = obj.get(key)
     if value is None and not required:
         return ""
@@ -92,12 +100,14 @@ def validate(conversation: Conversation, source: str | None = None) -> Conversat
                 msg = "turn id must be a non-empty string"
                 raise ConversationFormatError(msg, source=src, session=sid)
             if tid in turn_ids:
-                raise ConversationFormatError("duplicate turn id", source=src, session=sid,
-                                              turn=tid)  # fmt: skip
+                raise ConversationFormatError(
+                    "duplicate turn id", source=src, session=sid, turn=tid
+                )
             turn_ids.add(tid)
             if not isinstance(turn.speaker, str) or not turn.speaker.strip():
-                raise ConversationFormatError("turn has no speaker", source=src, session=sid,
-                                              turn=tid)  # fmt: skip
+                raise ConversationFormatError(
+                    "turn has no speaker", source=src, session=sid, turn=tid
+                )
             if not isinstance(turn.text, str):
                 msg = f"turn text must be a string, got {type(turn.text).__name__}"
                 raise ConversationFormatError(msg, source=src, session=sid, turn=tid)
@@ -149,8 +159,13 @@ def conversation_from_dict(data: Any, source: str | None = None) -> Conversation
                     image_caption=caption,
                 )
             )
-        sessions.append(Session(sid, tuple(turns), _time(raw.get("time"), "session time",
-                                                         source=source, session=sid)))  # fmt: skip
+        sessions.append(
+            Session(
+                sid,
+                tuple(turns),
+                _time(raw.get("time"), "session time", source=source, session=sid),
+            )
+        )
     return validate(Conversation(cid, tuple(sessions), tuple(participants)), source)
 
 
@@ -168,8 +183,7 @@ def locomo_conversation(sample: Mapping[str, Any], source: str | None = None) ->
     sessions = []
     for n in numbers:
         sid = f"D{n}"
-        time = _time(conv.get(f"session_{n}_date_time"), "session time", source=source,
-                     session=sid)  # fmt: skip
+        time = _time(conv.get(f"session_{n}_date_time"), "session time", source=source, session=sid)
         turns = tuple(
             Turn(
                 id=str(t.get("dia_id") or f"{sid}:{i + 1}"),
@@ -193,8 +207,14 @@ def longmemeval_conversation(item: Mapping[str, Any], source: str | None = None)
     """
     qid = str(item.get("question_id") or "longmemeval")
     try:
-        triples = list(zip(item["haystack_session_ids"], item["haystack_dates"],
-                           item["haystack_sessions"], strict=True))  # fmt: skip
+        triples = list(
+            zip(
+                item["haystack_session_ids"],
+                item["haystack_dates"],
+                item["haystack_sessions"],
+                strict=True,
+            )
+        )
     except (KeyError, TypeError, ValueError) as exc:
         msg = f"not a LongMemEval item: {exc}"
         raise ConversationFormatError(msg, source=source) from exc
@@ -259,3 +279,17 @@ def load_conversations(path: str | Path, format: Format = "auto") -> list[Conver
     if kind == "ramem":
         return [conversation_from_dict(x, source) for x in items]
     raise ConversationFormatError("unknown conversation format; pass --format", source=source)
+
+
+def demo_conversation() -> tuple[Conversation, list[dict[str, str]]]:
+    """The conversation shipped for demos and examples, and its questions.
+
+    Two friends over six sessions (February-November 2023) with confusable episodes: two
+    trips and two doctor's appointments months apart. Each question names the session that
+    holds its answer (``expected_session``).
+    """
+    from importlib import resources
+
+    text = (resources.files("ramem_core") / "_data" / "demo_conversation.json").read_text("utf-8")
+    data = json.loads(text)
+    return conversation_from_dict(data, "demo_conversation.json"), list(data["questions"])

@@ -288,9 +288,13 @@ class RaMem:
             [unit] = self.anchorer.anchor(conversation)
             unit = replace(
                 unit,
-                context=replace(unit.context, session_span=span, session_index=live.session_index,
-                                turn_index=live.turns - 1),
-            )  # fmt: skip
+                context=replace(
+                    unit.context,
+                    session_span=span,
+                    session_index=live.session_index,
+                    turn_index=live.turns - 1,
+                ),
+            )
             earlier = self.store.get(ns, where={"session_id": live.session_id})
             self.store.upsert(ns, [unit], self.embedder.embed([unit.content]))
             self.store.update_metadata(
@@ -448,17 +452,28 @@ class RaMem:
         units = []
         for speaker, text in ((user, user_text), (assistant, reply_text)):
             if text and text.strip():
-                units.append(self.add_turn(speaker, text, at=at, conversation_id=conversation_id,
-                                           namespace=namespace))  # fmt: skip
+                units.append(
+                    self.add_turn(
+                        speaker, text, at=at, conversation_id=conversation_id, namespace=namespace
+                    )
+                )
         return units
 
     def format(
-        self, evidence: Sequence[Evidence], *, max_tokens: int | None = None,
+        self,
+        evidence: Sequence[Evidence],
+        *,
+        max_tokens: int | None = None,
         with_context: bool = True,
-    ) -> ContextBlock:  # fmt: skip
+    ) -> ContextBlock:
         """Stage 4: render evidence with its coordinates, cut to ``max_tokens``."""
-        return fit_budget(evidence, self.counter, max_tokens, with_context=with_context,
-                          session_context=self.retriever.config.session_context)  # fmt: skip
+        return fit_budget(
+            evidence,
+            self.counter,
+            max_tokens,
+            with_context=with_context,
+            session_context=self.retriever.config.session_context,
+        )
 
     def answer(
         self,

@@ -103,12 +103,26 @@ class Conditions:
             options: list[dict[str, Any]] = []
             for _, w in self.windows:
                 start, end = to_epoch(w.start), to_epoch(w.end)
-                options.append({"$and": [{"has_event": True}, {"event_start": {"$gte": start}},
-                                         {"event_end": {"$lte": end}}]})  # fmt: skip
+                options.append(
+                    {
+                        "$and": [
+                            {"has_event": True},
+                            {"event_start": {"$gte": start}},
+                            {"event_end": {"$lte": end}},
+                        ]
+                    }
+                )
                 if self.session_context:
-                    options.append({"$and": [{"has_event": False}, {"has_session": True},
-                                             {"session_start": {"$lte": end}},
-                                             {"session_end": {"$gte": start}}]})  # fmt: skip
+                    options.append(
+                        {
+                            "$and": [
+                                {"has_event": False},
+                                {"has_session": True},
+                                {"session_start": {"$lte": end}},
+                                {"session_end": {"$gte": start}},
+                            ]
+                        }
+                    )
             clauses.append(_any(options))
         if self.participants:
             clauses.append(_any([{"participants": {"$contains": p}} for p in self.participants]))

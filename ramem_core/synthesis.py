@@ -135,8 +135,9 @@ def fit_budget(
     omitted: list[Evidence] = []
     used = 0
     for item in evidence:
-        text = render(item, len(included) + 1, with_context=with_context,
-                      session_context=session_context)  # fmt: skip
+        text = render(
+            item, len(included) + 1, with_context=with_context, session_context=session_context
+        )
         cost = counter.count(text) + (1 if parts else 0)
         if omitted or (max_tokens is not None and used + cost > max_tokens):
             omitted.append(item)  # keep rank order: once one is cut, later ones are cut too

@@ -26,10 +26,24 @@ _MONTH_RE = (
 )
 _WEEKDAY_RE = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-    "a couple of": 2, "a couple": 2, "couple of": 2,
-}  # fmt: skip
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a couple": 2,
+    "couple of": 2,
+}
 _FUZZY_WORDS = ("a few", "few", "several")
 NUMBER_PATTERN = r"(?:\d{1,3}|a couple of|a couple|couple of|a few|few|several|an|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"  # noqa: E501
 _YEAR_RE = r"(?:19[5-9]\d|20\d\d)"
@@ -150,8 +164,16 @@ def _ago(m: re.Match[str], ref: datetime) -> Resolved | None:
 def _relative_period(m: re.Match[str], ref: datetime) -> Resolved | None:
     which = " ".join(m.group("which").lower().split())
     unit = m.group("unit").lower()
-    step = {"last": -1, "this past": -1, "past": -1, "previous": -1, "next": 1, "this": 0,
-            "coming": 1, "following": 1}[which]  # fmt: skip
+    step = {
+        "last": -1,
+        "this past": -1,
+        "past": -1,
+        "previous": -1,
+        "next": 1,
+        "this": 0,
+        "coming": 1,
+        "following": 1,
+    }[which]
     if unit == "week":
         return Resolved(week_span(ref + timedelta(weeks=step)))
     if unit == "weekend":

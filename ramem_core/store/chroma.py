@@ -226,8 +226,9 @@ class ChromaStore:
                 metadatas=[to_metadata(u) for u in units],  # type: ignore[misc]
             )
 
-    def delete(self, namespace: str, *, ids: Sequence[str] | None = None,
-               where: Where | None = None) -> int:  # fmt: skip
+    def delete(
+        self, namespace: str, *, ids: Sequence[str] | None = None, where: Where | None = None
+    ) -> int:
         """Delete memories by id or by a metadata filter; returns how many were deleted."""
         collection = self.collection(namespace)
         if ids is not None:
@@ -257,8 +258,9 @@ class ChromaStore:
             found.extend(collection.get(ids=chunk, include=[])["ids"])
         return found
 
-    def get(self, namespace: str, *, ids: Sequence[str] | None = None,
-            where: Where | None = None) -> list[MemoryUnit]:  # fmt: skip
+    def get(
+        self, namespace: str, *, ids: Sequence[str] | None = None, where: Where | None = None
+    ) -> list[MemoryUnit]:
         """Memories by id or filter (all of them when neither is given)."""
         if ids is None:
             return self._get(namespace, where=where)[0]
@@ -306,8 +308,9 @@ class ChromaStore:
         matrix = np.concatenate(rows) if rows else np.zeros((0, dim), dtype=np.float32)
         return units, matrix
 
-    def query(self, namespace: str, vector: npt.NDArray[np.float32], n: int,
-              where: Where | None = None) -> list[tuple[str, float]]:  # fmt: skip
+    def query(
+        self, namespace: str, vector: npt.NDArray[np.float32], n: int, where: Where | None = None
+    ) -> list[tuple[str, float]]:
         """Ids of the nearest memories to ``vector`` (inside ``where``), with cosine similarity."""
         if n <= 0:
             return []

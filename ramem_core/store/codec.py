@@ -26,8 +26,12 @@ NONE = "-"  # placeholder for an empty list: Chroma rejects empty list metadata
 
 def _span_fields(prefix: str, span: TimeSpan | None) -> dict[str, Any]:
     if span is None:
-        return {f"has_{prefix}": False, f"{prefix}_start": 0, f"{prefix}_end": 0,
-                f"{prefix}_granularity": ""}  # fmt: skip
+        return {
+            f"has_{prefix}": False,
+            f"{prefix}_start": 0,
+            f"{prefix}_end": 0,
+            f"{prefix}_granularity": "",
+        }
     return {
         f"has_{prefix}": True,
         f"{prefix}_start": to_epoch(span.start),
@@ -50,10 +54,16 @@ def to_metadata(unit: MemoryUnit) -> dict[str, Any]:
     """Flat Chroma metadata holding every episodic field of ``unit``."""
     ctx = unit.context
     mentions = [
-        [m.text, to_epoch(m.span.start), to_epoch(m.span.end), m.span.granularity.value,
-         m.char_start, m.char_end]
+        [
+            m.text,
+            to_epoch(m.span.start),
+            to_epoch(m.span.end),
+            m.span.granularity.value,
+            m.char_start,
+            m.char_end,
+        ]
         for m in ctx.mentions
-    ]  # fmt: skip
+    ]
     return {
         "conversation_id": ctx.conversation_id,
         "session_id": ctx.session_id,

@@ -109,8 +109,9 @@ class Snapshot:
         ends = np.concatenate([ses.end[ses.known], ev.end[ev.known]])
         if not len(starts):
             return None
-        return TimeSpan(from_epoch(int(starts.min())), from_epoch(int(ends.max())),
-                        Granularity.INSTANT)  # fmt: skip
+        return TimeSpan(
+            from_epoch(int(starts.min())), from_epoch(int(ends.max())), Granularity.INSTANT
+        )
 
     def involving(self, name: str) -> Mask:
         """Memories whose participants include ``name`` (case-insensitive)."""

@@ -70,14 +70,24 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 @pytest.mark.slow
 def test_ingest_and_recall_through_a_chroma_server(chroma_server: int) -> None:
-    memory = RaMem.open(host="127.0.0.1", port=chroma_server, embedder=HashEmbedder(),
-                        counter=WordCounter(), namespace="server-test")  # fmt: skip
+    memory = RaMem.open(
+        host="127.0.0.1",
+        port=chroma_server,
+        embedder=HashEmbedder(),
+        counter=WordCounter(),
+        namespace="server-test",
+    )
     memory.add_conversation(two_trips())
     [top] = memory.recall("Where did Ben eat grilled sardines by the river in August?", k=1)
     assert top.unit.source_ids == ("S3:1",)
     # a second client (another process in real life) sees the same memories
-    other = RaMem.open(host="127.0.0.1", port=chroma_server, embedder=HashEmbedder(),
-                       counter=WordCounter(), namespace="server-test")  # fmt: skip
+    other = RaMem.open(
+        host="127.0.0.1",
+        port=chroma_server,
+        embedder=HashEmbedder(),
+        counter=WordCounter(),
+        namespace="server-test",
+    )
     assert other.count() == 6
     memory.drop()
     assert "server-test" not in other.store.namespaces()

@@ -29,7 +29,11 @@ def test_core_imports_no_framework_and_no_heavy_module() -> None:
 
 
 def test_errors_form_one_hierarchy() -> None:
-    for name in ("ConversationFormatError", "InvalidInputError", "StoreError",
-                 "ModelUnavailableError"):  # fmt: skip
+    for name in (
+        "ConversationFormatError",
+        "InvalidInputError",
+        "StoreError",
+        "ModelUnavailableError",
+    ):
         assert issubclass(getattr(ramem_core, name), ramem_core.RaMemError)
     assert issubclass(ramem_core.InvalidInputError, ValueError)

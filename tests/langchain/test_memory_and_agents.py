@@ -94,16 +94,23 @@ def test_middleware_injects_memories_and_records_the_exchange(memory: RaMem) -> 
 
 def test_middleware_reads_namespace_from_config_and_keeps_users_apart(memory: RaMem) -> None:
     model = ScriptedChatModel(default="ok")
-    agent = create_agent(model, middleware=[RaMemMiddleware(memory, with_tool=False,
-                                                            clock=ticking_clock())])  # fmt: skip
-    agent.invoke({"messages": [("user", "My locker code is 4417.")]},
-                 config={"configurable": {"user_id": "alice"}})  # fmt: skip
-    agent.invoke({"messages": [("user", "What is my locker code?")]},
-                 config={"configurable": {"user_id": "mallory"}})  # fmt: skip
+    agent = create_agent(
+        model, middleware=[RaMemMiddleware(memory, with_tool=False, clock=ticking_clock())]
+    )
+    agent.invoke(
+        {"messages": [("user", "My locker code is 4417.")]},
+        config={"configurable": {"user_id": "alice"}},
+    )
+    agent.invoke(
+        {"messages": [("user", "What is my locker code?")]},
+        config={"configurable": {"user_id": "mallory"}},
+    )
     mallory_saw = model.calls[-1][0].text if isinstance(model.calls[-1][0], SystemMessage) else ""
     assert "4417" not in mallory_saw
-    agent.invoke({"messages": [("user", "What is my locker code?")]},
-                 config={"configurable": {"user_id": "alice"}})  # fmt: skip
+    agent.invoke(
+        {"messages": [("user", "What is my locker code?")]},
+        config={"configurable": {"user_id": "alice"}},
+    )
     assert "4417" in model.calls[-1][0].text
 
 
@@ -129,8 +136,9 @@ def test_agent_can_call_the_recall_tool(memory: RaMem) -> None:
     model = ScriptedChatModel(replies=[call, "Your blood pressure was too high."])
     middleware = RaMemMiddleware(memory, k=1, record=False)
     agent = create_agent(model, middleware=[middleware], context_schema=MemoryContext)
-    result = agent.invoke({"messages": [("user", "What did my doctor say?")]},
-                          context=MemoryContext("ben"))  # fmt: skip
+    result = agent.invoke(
+        {"messages": [("user", "What did my doctor say?")]}, context=MemoryContext("ben")
+    )
     [tool_message] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert "blood pressure is too high" in tool_message.text
     assert 'said="10 February 2023, 19:00"' in tool_message.text
@@ -140,11 +148,14 @@ def test_agent_can_call_the_recall_tool(memory: RaMem) -> None:
 async def test_middleware_works_async(memory: RaMem) -> None:
     memory.add_conversation(two_trips(), namespace="ben")
     model = ScriptedChatModel(default="ok")
-    agent = create_agent(model, middleware=[RaMemMiddleware(memory, with_tool=False,
-                                                            clock=ticking_clock())],
-                         context_schema=MemoryContext)  # fmt: skip
-    await agent.ainvoke({"messages": [("user", "What did I eat in August?")]},
-                        context=MemoryContext("ben"))  # fmt: skip
+    agent = create_agent(
+        model,
+        middleware=[RaMemMiddleware(memory, with_tool=False, clock=ticking_clock())],
+        context_schema=MemoryContext,
+    )
+    await agent.ainvoke(
+        {"messages": [("user", "What did I eat in August?")]}, context=MemoryContext("ben")
+    )
     assert "sardines" in model.calls[0][0].text
     assert memory.count("ben") == 8
 
@@ -154,8 +165,11 @@ async def test_middleware_works_async(memory: RaMem) -> None:
 
 def test_langchain_embeddings_and_chat_model_plug_into_the_core(tmp_path) -> None:
     embedder = LangChainEmbedder(DeterministicFakeEmbedding(size=32), name="fake-32")
-    memory = RaMem(ChromaStore.persistent(tmp_path, embedder), counter=WordCounter(),
-                   llm=LangChainLLM(ScriptedChatModel(default="sardines")))  # fmt: skip
+    memory = RaMem(
+        ChromaStore.persistent(tmp_path, embedder),
+        counter=WordCounter(),
+        llm=LangChainLLM(ScriptedChatModel(default="sardines")),
+    )
     memory.add_conversation(two_trips())
     assert embedder.dimension == 32
     assert len(RaMemRetriever(memory=memory, k=3).invoke("grilled sardines")) == 3

@@ -79,10 +79,14 @@ def test_lcel_chain_passes_situated_evidence_to_the_model() -> None:
         return "\n".join(d.page_content for d in docs)
 
     retriever = RaMemRetriever(memory=shared_memory(), k=2)
-    chain = {
-        "memories": RunnableLambda(lambda q: q) | retriever | format_docs,
-        "question": RunnableLambda(lambda q: q),
-    } | prompt | model  # fmt: skip
+    chain = (
+        {
+            "memories": RunnableLambda(lambda q: q) | retriever | format_docs,
+            "question": RunnableLambda(lambda q: q),
+        }
+        | prompt
+        | model
+    )
     answer = chain.invoke("What did Ben eat in August?")
     assert answer.text == "grilled sardines and ramen"
     [messages] = model.calls

@@ -70,11 +70,18 @@ async def test_memory_block_stores_flushed_messages_and_recalls(memory: RaMem) -
         clock=lambda: datetime(2023, 9, 1, 10) + timedelta(minutes=next(ticks)),
     )
     agent_memory = Memory.from_defaults(
-        session_id="ben-chat", token_limit=60, chat_history_token_ratio=0.2,
-        token_flush_size=10, memory_blocks=[block],
-    )  # fmt: skip
-    for text in ("I sold my old bike to Carol yesterday.", "Nice, how much?",
-                 "Two hundred euros.", "Good deal."):  # fmt: skip
+        session_id="ben-chat",
+        token_limit=60,
+        chat_history_token_ratio=0.2,
+        token_flush_size=10,
+        memory_blocks=[block],
+    )
+    for text in (
+        "I sold my old bike to Carol yesterday.",
+        "Nice, how much?",
+        "Two hundred euros.",
+        "Good deal.",
+    ):
         role = MessageRole.USER if len(agent_memory.get_all()) % 2 == 0 else MessageRole.ASSISTANT
         await agent_memory.aput(ChatMessage(role=role, content=text))
     assert memory.count("ben") > 6  # flushed turns became situated memories
@@ -95,8 +102,11 @@ async def test_memory_block_without_user_message_is_empty(memory: RaMem) -> None
 
 def test_llamaindex_embedding_and_llm_plug_into_the_core(tmp_path) -> None:
     embedder = LlamaIndexEmbedder(MockEmbedding(embed_dim=16), name="mock-16")
-    memory = RaMem(ChromaStore.persistent(tmp_path, embedder), counter=WordCounter(),
-                   llm=LlamaIndexLLM(MockLLM(max_tokens=5)))  # fmt: skip
+    memory = RaMem(
+        ChromaStore.persistent(tmp_path, embedder),
+        counter=WordCounter(),
+        llm=LlamaIndexLLM(MockLLM(max_tokens=5)),
+    )
     memory.add_conversation(two_trips())
     assert embedder.dimension == 16
     assert len(RaMemRetriever(memory, k=2).retrieve("sardines")) == 2
