@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ramem_core.errors import ModelUnavailableError
+from ramem_core.protocols import Embedder
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -103,4 +104,61 @@ class MiniLMEmbedder:
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
             out[chunk] = pooled / norms
+        return out
+
+
+class CachedEmbedder:
+    """Wraps an embedder with an on-disk cache keyed by (model name, text hash).
+
+    Re-ingesting or re-evaluating the same texts then costs a lookup, not a forward pass.
+    The cache is one SQLite file; it is safe to delete.
+    """
+
+    def __init__(self, inner: Embedder, path: str | Path) -> None:
+        import sqlite3
+
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.hits = 0
+        self.misses = 0
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB)")
+        self._lock = threading.Lock()
+
+    def _key(self, text: str) -> str:
+        import hashlib
+
+        return hashlib.sha1(f"{self.name}\x1f{text}".encode()).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Vectors of ``texts``, computing only the ones not cached yet."""
+        keys = [self._key(t) for t in texts]
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        found: dict[str, bytes] = {}
+        with self._lock:
+            for begin in range(0, len(keys), 500):
+                chunk = keys[begin : begin + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT key, vec FROM vectors WHERE key IN ({marks})",
+                    chunk,
+                ).fetchall()
+                found.update(rows)
+        todo = [i for i, key in enumerate(keys) if key not in found]
+        for i, key in enumerate(keys):
+            if key in found:
+                out[i] = np.frombuffer(found[key], dtype=np.float32)
+        if todo:
+            fresh = self.inner.embed([texts[i] for i in todo])
+            out[todo] = fresh
+            with self._lock:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                    [(keys[i], fresh[j].astype(np.float32).tobytes()) for j, i in enumerate(todo)],
+                )
+                self._db.commit()
+        self.hits += len(texts) - len(todo)
+        self.misses += len(todo)
         return out

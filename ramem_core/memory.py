@@ -391,10 +391,12 @@ class RaMem:
         now = _naive(at) if at is not None else None
         if now is None and (last := self.retriever.last_session_end(ns)) is not None:
             now = last.end
+        snap = self.retriever.snapshot(ns)
         context = FrameContext(
             now=now,
-            memory_range=self.retriever.time_range(ns),
-            participants=self.retriever.snapshot(ns).names,
+            memory_range=snap.time_range,
+            # a person who speaks in every session cannot tell one episode from another
+            participants=tuple(n for n in snap.names if n not in snap.ubiquitous),
             locate=lambda phrase: self.retriever.locate(ns, phrase),
         )
         return self.inducer.induce(query, context)

@@ -372,7 +372,7 @@ class Retriever:
         return [
             Evidence(
                 unit=unit,
-                score=cand.score,
+                score=cand.score + (1.0 if contextual else 0.0),
                 rank=rank,
                 dense_score=cand.dense,
                 lexical_score=cand.lexical,

@@ -216,7 +216,8 @@ class Evidence:
 
     Attributes:
         unit: the memory.
-        score: the fused score the final ranking used (higher is better).
+        score: the final ranking's score, decreasing with rank: the reciprocal-rank-fusion
+            score, plus 1 for context-consistent memories (so scores above 1 mark them).
         rank: 1-based position in the final list.
         dense_score: cosine similarity to the query, if the unit was a dense candidate.
         lexical_score: BM25 score, if the unit was a lexical candidate.

@@ -80,6 +80,7 @@ class Snapshot:
         self.session = _spans(self.units, session=True)
         self.event = _spans(self.units, session=False)
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
+        self.ubiquitous = self._ubiquitous()
         people: dict[str, list[int]] = {}
         for i, unit in enumerate(self.units):
             for name in {p.lower() for p in unit.context.participants}:
@@ -102,6 +103,17 @@ class Snapshot:
 
     def __len__(self) -> int:
         return len(self.units)
+
+    def _ubiquitous(self) -> frozenset[str]:
+        """Speakers of every session: naming them cannot tell one episode from another."""
+        speakers: dict[tuple[str, str], set[str]] = {}
+        for unit in self.units:
+            key = (unit.context.conversation_id, unit.context.session_id)
+            names = {n.strip() for n in unit.context.speaker.split(",") if n.strip()}
+            speakers.setdefault(key, set()).update(names)
+        if len(speakers) < 2:
+            return frozenset()
+        return frozenset(set.intersection(*speakers.values()))
 
     def _time_range(self) -> TimeSpan | None:
         ses, ev = self.session, self.event

@@ -31,7 +31,7 @@ def test_ingest_then_ask_and_frame(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "7 May 2023" in out
     assert main([*db, "frame", "What did Melanie do last week?"]) == 0
     out = capsys.readouterr().out
-    assert "participants: Melanie" in out
+    assert "need: What did Melanie do?" in out
     assert "grounded" in out
     assert main([*db, "namespaces"]) == 0
     assert "default: 4 memories" in capsys.readouterr().out

@@ -47,7 +47,7 @@ def test_documents_carry_coordinates_as_flat_metadata() -> None:
     assert doc.metadata["source_ids"] == "S3:1"
     assert doc.metadata["session_time"] == "28 August 2023, 21:00"
     assert doc.metadata["contextual"] is True
-    assert "involves Ben" in doc.metadata["satisfied"]
+    assert "in August" in doc.metadata["satisfied"]
     assert all(isinstance(v, str | int | float | bool) for v in doc.metadata.values())
     assert doc.page_content.startswith('<memory n="1"')
     assert 'said="28 August 2023, 21:00"' in doc.page_content

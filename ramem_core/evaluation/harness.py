@@ -1,0 +1,448 @@
+"""Evaluation on LoCoMo and LongMemEval: systems and ablations on identical memory units.
+
+Every system reads the same stored units; they differ only in their retrieval configuration:
+
+- ``ramem``: all four stages;
+- ``content``: hybrid dense + BM25 content retrieval only (SimpleMem-style, no LLM planner);
+- ``dense`` and ``bm25``: one retriever alone.
+
+Ablations are configurations too: ``shuffle-context`` (episodic contexts permuted among units,
+contents kept; stored in a second namespace), ``no-session`` (session spans unused),
+``no-context-ranking`` (context-consistent candidates not prioritised) and
+``no-context-synthesis`` (the generator gets plain text; differs from ``ramem`` only in tokens
+and answers).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ramem_core.anchoring import RuleAnchorer
+from ramem_core.evaluation import metrics
+from ramem_core.loaders import locomo_conversation, longmemeval_conversation
+from ramem_core.memory import RaMem
+from ramem_core.protocols import LLM, Embedder, TokenCounter
+from ramem_core.retrieval import RetrievalConfig
+from ramem_core.store.chroma import ChromaStore
+from ramem_core.synthesis import answer, fit_budget
+from ramem_core.temporal import parse_timestamp
+from ramem_core.types import Conversation, Evidence, MemoryUnit, Session
+
+SYSTEMS: dict[str, RetrievalConfig] = {
+    "ramem": RetrievalConfig(),
+    "content": RetrievalConfig(context_ranking=False),
+    "dense": RetrievalConfig(lexical=False, context_ranking=False),
+    "bm25": RetrievalConfig(dense=False, context_ranking=False),
+}
+ABLATIONS: dict[str, RetrievalConfig] = {
+    "shuffle-context": RetrievalConfig(),
+    "no-session": RetrievalConfig(session_context=False),
+    "no-context-ranking": RetrievalConfig(context_ranking=False),
+    "no-context-synthesis": RetrievalConfig(),
+}
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalOptions:
+    """What to run.
+
+    Attributes:
+        systems: systems to compare (keys of ``SYSTEMS``).
+        ks: cut-offs for recall tables.
+        ablations: ablations to add (keys of ``ABLATIONS``).
+        limit: at most this many questions (in file order), for smoke runs.
+        llm: a model for answers (QA metrics); ``None`` evaluates retrieval only.
+        answer_k: memories handed to the generator for answers.
+        seed: the shuffle-context permutation seed.
+    """
+
+    systems: tuple[str, ...] = ("ramem", "content", "dense", "bm25")
+    ks: tuple[int, ...] = (5, 10, 20)
+    ablations: tuple[str, ...] = ()
+    limit: int | None = None
+    llm: LLM | None = None
+    answer_k: int = 10
+    seed: int = 13
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.systems if s not in SYSTEMS]
+        unknown += [a for a in self.ablations if a not in ABLATIONS]
+        if unknown:
+            msg = f"unknown system or ablation: {', '.join(unknown)}"
+            raise ValueError(msg)
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """Every system and ablation evaluated, in order."""
+        return (*self.systems, *self.ablations)
+
+
+def _shuffled(units: Sequence[MemoryUnit], seed: int) -> list[MemoryUnit]:
+    """Units with their episodic contexts permuted among them (contents and ids kept)."""
+    contexts = [u.context for u in units]
+    random.Random(seed).shuffle(contexts)
+    return [replace(u, context=c) for u, c in zip(units, contexts, strict=True)]
+
+
+@dataclass(slots=True)
+class _Bench:
+    """One benchmark run: a store, one RaMem view per run, and output files."""
+
+    store: ChromaStore
+    options: EvalOptions
+    counter: TokenCounter
+    views: dict[str, RaMem] = field(default_factory=dict)
+
+    def view(self, run: str) -> RaMem:
+        if run not in self.views:
+            config = SYSTEMS.get(run) or ABLATIONS[run]
+            self.views[run] = RaMem(self.store, config=config, counter=self.counter)
+        return self.views[run]
+
+    def ingest(self, namespace: str, conversation: Conversation) -> list[MemoryUnit]:
+        memory = self.view("content")
+        units = RuleAnchorer().anchor(conversation)
+        stored = set(memory.store.existing_ids(namespace, [u.id for u in units]))
+        if len(stored) != len(units):  # cheap rerun: ingest is idempotent, skip when complete
+            memory.add_conversation(conversation, namespace=namespace)
+        if "shuffle-context" in self.options.ablations:
+            shuffled_ns = f"{namespace}.shuffled"
+            if memory.store.count(shuffled_ns) != len(units):
+                shuffled = _shuffled(units, self.options.seed)
+                vectors = memory.embedder.embed([u.content for u in shuffled])
+                memory.store.upsert(shuffled_ns, shuffled, vectors)
+                memory.retriever.invalidate(shuffled_ns)
+        return units
+
+    def recall(
+        self, run: str, namespace: str, query: str, k: int, at: datetime | None = None
+    ) -> list[Evidence]:
+        ns = f"{namespace}.shuffled" if run == "shuffle-context" else namespace
+        return self.view(run).recall(query, k, at=at, namespace=ns)
+
+    def tokens(self, run: str, evidence: Sequence[Evidence]) -> int:
+        plain = run == "no-context-synthesis"
+        return fit_budget(evidence, self.counter, None, with_context=not plain).tokens
+
+    def answer(
+        self, run: str, question: str, evidence: Sequence[Evidence], now: datetime | None
+    ) -> str:
+        assert self.options.llm is not None
+        plain = run == "no-context-synthesis"
+        block = fit_budget(
+            evidence[: self.options.answer_k], self.counter, None, with_context=not plain
+        )
+        return answer(question, block, self.options.llm, now).text
+
+
+def _open_bench(
+    out: Path, options: EvalOptions, embedder: Embedder | None, counter: TokenCounter | None
+) -> _Bench:
+    from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder
+    from ramem_core.tokens import TiktokenCounter
+
+    inner = embedder or MiniLMEmbedder()
+    cached = CachedEmbedder(inner, out / "cache" / "embeddings.sqlite")
+    store = ChromaStore.persistent(out / "cache" / "store", cached)
+    return _Bench(store, options, counter or TiktokenCounter())
+
+
+def _namespace(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "-", name).strip("-._") or "q"
+
+
+def _retrieved(evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": e.unit.id,
+            "source_ids": list(e.unit.source_ids),
+            "session_id": e.unit.context.session_id,
+            "contextual": e.contextual,
+        }
+        for e in evidence
+    ]
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    items = list(values)
+    return float(np.mean(items)) if items else None
+
+
+# --------------------------------------------------------------------------- LoCoMo
+
+
+def evaluate_locomo(
+    path: str | Path,
+    out: str | Path,
+    options: EvalOptions | None = None,
+    *,
+    embedder: Embedder | None = None,
+    counter: TokenCounter | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Evaluate on a LoCoMo file; writes ``questions.jsonl`` and ``summary.json`` to ``out``.
+
+    Returns:
+        The summary: per run, evidence Recall@K by category and overall (categories 1-4),
+        D@1 and rank gap on the context-confusable subset, tokens per question, the K-budget
+        curve, and QA F1/BLEU-1 by category when an LLM is given.
+    """
+    options = options or EvalOptions()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    samples = json.loads(Path(path).read_text(encoding="utf-8"))
+    bench = _open_bench(out, options, embedder, counter)
+    questions = [(s, qa) for s in samples for qa in s.get("qa", [])]
+    if options.limit is not None:
+        questions = questions[: options.limit]
+    depth = max(20, *options.ks)
+    needed = dict.fromkeys(s["sample_id"] for s, _ in questions)
+    references: dict[str, tuple[metrics.ReferenceBM25, dict[str, str], list[MemoryUnit]]] = {}
+    for sample in samples:
+        if sample["sample_id"] not in needed:
+            continue
+        units = bench.ingest(
+            _namespace(sample["sample_id"]), locomo_conversation(sample, str(path))
+        )
+        session_of = {u.id: u.context.session_id for u in units}
+        references[sample["sample_id"]] = (
+            metrics.ReferenceBM25([u.id for u in units], [u.content for u in units]),
+            session_of,
+            units,
+        )
+
+    rows: list[dict[str, Any]] = []
+    with (out / "questions.jsonl").open("w", encoding="utf-8") as sink:
+        for done, (sample, qa) in enumerate(questions, start=1):
+            sid, category = sample["sample_id"], int(qa.get("category", 0))
+            gold = metrics.parse_evidence(qa.get("evidence", []))
+            reference, session_of, units = references[sid]
+            evidence_units = {u.id for u in units if set(u.source_ids) & set(gold)}
+            evidence_sessions = {g.split(":")[0] for g in gold}
+            confusable = (
+                category in metrics.ANSWERABLE
+                and bool(evidence_units)
+                and metrics.is_confusable(
+                    reference.ranking(qa["question"]), session_of, evidence_units, evidence_sessions
+                )
+            )
+            for run in options.runs:
+                evidence = bench.recall(run, _namespace(sid), qa["question"], depth)
+                source_lists = [list(e.unit.source_ids) for e in evidence]
+                row: dict[str, Any] = {
+                    "system": run,
+                    "sample_id": sid,
+                    "question": qa["question"],
+                    "category": category,
+                    "category_name": metrics.LOCOMO_CATEGORIES.get(category, "?"),
+                    "answer": qa.get("answer", qa.get("adversarial_answer")),
+                    "evidence": gold,
+                    "retrieved": _retrieved(evidence),
+                    "recall": {
+                        k: metrics.evidence_recall(
+                            gold, [s for ids in source_lists[:k] for s in ids]
+                        )
+                        for k in range(1, depth + 1)
+                    },
+                    "confusable": confusable,
+                    "tokens": {k: bench.tokens(run, evidence[:k]) for k in options.ks},
+                }
+                if confusable:
+                    sessions = [e.unit.context.session_id for e in evidence]
+                    is_ev = [e.unit.id in evidence_units for e in evidence]
+                    row["d_at_1"], row["rank_gap"] = metrics.confusion(
+                        sessions, is_ev, evidence_sessions
+                    )
+                if options.llm is not None:
+                    last = bench.view(run).retriever.last_session_end(_namespace(sid))
+                    prediction = bench.answer(
+                        run, qa["question"], evidence, last.end if last else None
+                    )
+                    row["prediction"] = prediction
+                    row["f1"] = metrics.locomo_f1(prediction, row["answer"], category)
+                    row["bleu1"] = metrics.bleu1(prediction, str(row["answer"]))
+                sink.write(json.dumps(row) + "\n")
+                rows.append(row)
+            if progress is not None:
+                progress(done, len(questions))
+    summary = summarize_locomo(rows, options)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
+
+
+def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> dict[str, Any]:
+    """Aggregate per-question rows into the summary tables."""
+    depth = max(20, *options.ks)
+    summary: dict[str, Any] = {"benchmark": "locomo", "ks": list(options.ks), "runs": {}}
+    for run in options.runs:
+        mine = [r for r in rows if r["system"] == run]
+        answerable = [r for r in mine if r["category"] in metrics.ANSWERABLE and r["evidence"]]
+        recall: dict[str, dict[str, float | None]] = {}
+        for k in options.ks:
+            by_cat = {
+                name: _mean(r["recall"][k] for r in answerable if r["category"] == c)
+                for c, name in metrics.LOCOMO_CATEGORIES.items()
+                if c in metrics.ANSWERABLE
+            }
+            by_cat["overall"] = _mean(r["recall"][k] for r in answerable)
+            recall[str(k)] = by_cat
+        confusable = [r for r in mine if r.get("confusable")]
+        entry: dict[str, Any] = {
+            "questions": len(mine),
+            "answerable_with_evidence": len(answerable),
+            "recall": recall,
+            "budget_curve": [
+                _mean(r["recall"][k] for r in answerable) for k in range(1, depth + 1)
+            ],
+            "confusable": {
+                "questions": len(confusable),
+                "d_at_1": _mean(r["d_at_1"] for r in confusable),
+                "rank_gap": _mean(r["rank_gap"] for r in confusable),
+            },
+            "tokens": {str(k): _mean(r["tokens"][k] for r in mine) for k in options.ks},
+        }
+        if any("f1" in r for r in mine):
+            entry["qa"] = {
+                name: {
+                    "f1": _mean(r["f1"] for r in mine if r["category"] == c),
+                    "bleu1": _mean(r["bleu1"] for r in mine if r["category"] == c),
+                }
+                for c, name in metrics.LOCOMO_CATEGORIES.items()
+            }
+            entry["qa"]["overall"] = {
+                "f1": _mean(r["f1"] for r in mine if r["category"] in metrics.ANSWERABLE),
+                "bleu1": _mean(r["bleu1"] for r in mine if r["category"] in metrics.ANSWERABLE),
+            }
+        summary["runs"][run] = entry
+    return summary
+
+
+# --------------------------------------------------------------------------- LongMemEval
+
+LME_KS = (1, 3, 5, 10, 30, 50)
+
+
+def _ranking_metrics(
+    ranked: Sequence[str], gold: Sequence[str], ks: Iterable[int]
+) -> dict[int, dict[str, float]]:
+    return {
+        k: {
+            "recall_any": metrics.recall_any(ranked, gold, k),
+            "recall_all": metrics.recall_all(ranked, gold, k),
+            "ndcg_any": metrics.ndcg_any(ranked, gold, k),
+        }
+        for k in ks
+    }
+
+
+def _user_side(conversation: Conversation) -> Conversation:
+    """The conversation with user turns only (LongMemEval's retrieval corpus)."""
+    sessions = tuple(
+        Session(s.id, tuple(t for t in s.turns if t.speaker == "user"), s.time)
+        for s in conversation.sessions
+    )
+    return replace(conversation, sessions=tuple(s for s in sessions if s.turns))
+
+
+def evaluate_longmemeval(
+    path: str | Path,
+    out: str | Path,
+    options: EvalOptions | None = None,
+    *,
+    embedder: Embedder | None = None,
+    counter: TokenCounter | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Evaluate retrieval on a LongMemEval file with the paper's conventions.
+
+    Corpus: user turns; gold: evidence sessions and turns; the question's own date is the query
+    time; abstention questions and questions whose evidence is only on the assistant side are
+    skipped (and counted).
+    """
+    options = options or EvalOptions(ks=LME_KS)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    items = json.loads(Path(path).read_text(encoding="utf-8"))
+    if options.limit is not None:
+        items = items[: options.limit]
+    bench = _open_bench(out, options, embedder, counter)
+    depth = max(50, *options.ks)
+    rows: list[dict[str, Any]] = []
+    skipped = {"abstention": 0, "assistant-only evidence": 0}
+    with (out / "questions.jsonl").open("w", encoding="utf-8") as sink:
+        for done, item in enumerate(items, start=1):
+            qid = str(item["question_id"])
+            gold_turns = [
+                f"{sid}:{j}"
+                for sid, session in zip(
+                    item["haystack_session_ids"], item["haystack_sessions"], strict=True
+                )
+                for j, t in enumerate(session)
+                if t.get("has_answer") and t.get("role") == "user"
+            ]
+            if qid.endswith("_abs"):
+                skipped["abstention"] += 1
+            elif not gold_turns:
+                skipped["assistant-only evidence"] += 1
+            else:
+                namespace = _namespace(qid)
+                conversation = _user_side(longmemeval_conversation(item, str(path)))
+                bench.ingest(namespace, conversation)
+                gold_sessions = list(item.get("answer_session_ids") or [])
+                at = parse_timestamp(str(item.get("question_date", "")))
+                for run in options.runs:
+                    evidence = bench.recall(run, namespace, item["question"], depth, at=at)
+                    turns = [sid for e in evidence for sid in e.unit.source_ids]
+                    sessions = metrics.dedupe(
+                        e.unit.context.session_id.split("~")[0] for e in evidence
+                    )
+                    row: dict[str, Any] = {
+                        "system": run,
+                        "question_id": qid,
+                        "question_type": item.get("question_type"),
+                        "question": item["question"],
+                        "answer": item.get("answer"),
+                        "evidence": gold_sessions,
+                        "evidence_turns": gold_turns,
+                        "retrieved": _retrieved(evidence),
+                        "session": _ranking_metrics(sessions, gold_sessions, options.ks),
+                        "turn": _ranking_metrics(turns, gold_turns, options.ks),
+                        "tokens": {k: bench.tokens(run, evidence[:k]) for k in options.ks},
+                    }
+                    if options.llm is not None:
+                        row["prediction"] = bench.answer(run, item["question"], evidence, at)
+                    sink.write(json.dumps(row) + "\n")
+                    rows.append(row)
+            if progress is not None:
+                progress(done, len(items))
+    summary: dict[str, Any] = {
+        "benchmark": "longmemeval",
+        "ks": list(options.ks),
+        "skipped": skipped,
+        "runs": {},
+    }
+    for run in options.runs:
+        mine = [r for r in rows if r["system"] == run]
+        entry: dict[str, Any] = {"questions": len(mine)}
+        for level in ("session", "turn"):
+            entry[level] = {
+                str(k): {
+                    m: _mean(r[level][k][m] for r in mine)
+                    for m in ("recall_any", "recall_all", "ndcg_any")
+                }
+                for k in options.ks
+            }
+        entry["tokens"] = {str(k): _mean(r["tokens"][k] for r in mine) for k in options.ks}
+        summary["runs"][run] = entry
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
