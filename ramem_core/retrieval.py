@@ -345,7 +345,10 @@ class Retriever:
         n = max(self.config.candidates, k)
         conditions = Conditions.of(frame, self.config.session_context)
         use_context = bool(conditions) and self.config.context_ranking
-        vector = self.embedder.embed([frame.query])[0]
+        # the need (time words and relation clause removed) drives ranking inside the filter
+        texts = [frame.query] + ([frame.need] if use_context and frame.need != frame.query else [])
+        vectors = self.embedder.embed(texts)
+        vector, need_vector = vectors[0], vectors[-1]
         snap = self.snapshot(namespace)
         nearest = (
             self.store.query(namespace, vector, self._pool(n, snap) if use_context else n)
@@ -357,9 +360,7 @@ class Retriever:
         chosen: list[tuple[MemoryUnit, _Candidate, bool]] = []
         seen: set[str] = set()
         if use_context:
-            # the need (time words removed) drives BM25 inside the filter; the query's vector
-            # is reused: one embedding per recall, as in content-only retrieval
-            valid = self.candidates(namespace, frame.need, vector, n, conditions, nearest)
+            valid = self.candidates(namespace, frame.need, need_vector, n, conditions, nearest)
             for unit, cand in valid[: math.ceil(k * self.config.context_share)]:
                 chosen.append((unit, cand, True))
                 seen.add(unit.id)
