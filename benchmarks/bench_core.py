@@ -36,13 +36,13 @@ from ramem_core import (  # noqa: E402
     ChromaStore,
     Conversation,
     RaMem,
-    RetrievalConfig,
     RuleAnchorer,
     Session,
     Turn,
 )
 from ramem_core.embedding import MiniLMEmbedder  # noqa: E402
 from ramem_core.loaders import load_conversations  # noqa: E402
+from ramem_core.retrieval import CONTENT_ONLY  # noqa: E402
 
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 NAMES = ["Alice", "Ben", "Carol", "Dmitri", "Elena", "Farah", "Gus", "Hana"]
@@ -226,7 +226,7 @@ def bench_locomo(embedder: MiniLMEmbedder, k: int) -> dict[str, Any] | None:
     with tempfile.TemporaryDirectory() as tmp:
         store = ChromaStore.persistent(tmp, embedder)
         ramem = RaMem(store)
-        content = RaMem(store, config=RetrievalConfig(context_ranking=False))
+        content = RaMem(store, config=CONTENT_ONLY)
         for sample in samples:
             ns = sample["sample_id"]
             ramem.add_conversation(conversations[ns], namespace=ns)

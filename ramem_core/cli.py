@@ -102,9 +102,9 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_ask(args: argparse.Namespace, console: Console) -> int:
-    from ramem_core.retrieval import RetrievalConfig
+    from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig
 
-    config = RetrievalConfig(context_ranking=args.system == "ramem")
+    config = RetrievalConfig() if args.system == "ramem" else CONTENT_ONLY
     memory = _open(args, config=config)
     frame = memory.frame(args.question, at=_at(args.at))
     console.rule(args.question)
@@ -144,14 +144,12 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     """Ingest the shipped two-friends conversation and compare RaMem with content retrieval."""
     from ramem_core.loaders import demo_conversation
     from ramem_core.memory import RaMem
-    from ramem_core.retrieval import RetrievalConfig
+    from ramem_core.retrieval import CONTENT_ONLY
 
     conversation, questions = demo_conversation()
     with tempfile.TemporaryDirectory(prefix="ramem-demo-") as tmp:
         memory = RaMem.open(Path(args.path or tmp), namespace="demo")
-        content = RaMem(
-            memory.store, namespace="demo", config=RetrievalConfig(context_ranking=False)
-        )
+        content = RaMem(memory.store, namespace="demo", config=CONTENT_ONLY)
         report = memory.add_conversation(conversation)
         console.print(
             f"[bold]RaMem demo[/bold]: {report.sessions} sessions between Alice and Ben "
@@ -176,6 +174,60 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
             f"top-1 from the right episode: RaMem {hits['ramem']}/{n}, "
             f"content-only {hits['content']}/{n}"
         )
+    return 0
+
+
+def _llm(spec: str | None) -> object | None:
+    """A LangChain chat model named ``provider:model`` (needs ramem[langchain])."""
+    if spec is None:
+        return None
+    try:
+        from langchain.chat_models import init_chat_model
+
+        from langchain_ramem import LangChainLLM
+    except ImportError as exc:
+        msg = "--llm needs LangChain: pip install 'ramem[langchain]' and the provider's package"
+        raise SystemExit(msg) from exc
+    return LangChainLLM(init_chat_model(spec))
+
+
+def cmd_eval(args: argparse.Namespace, console: Console) -> int:
+    """Evaluate on LoCoMo or LongMemEval and write questions.jsonl, summary.json, report.md."""
+    from rich.progress import Progress
+
+    from ramem_core.evaluation.harness import (
+        LME_KS,
+        EvalOptions,
+        evaluate_locomo,
+        evaluate_longmemeval,
+    )
+    from ramem_core.evaluation.report import write_report
+
+    default_ks = "5,10,20" if args.benchmark == "locomo" else ",".join(map(str, LME_KS))
+    options = EvalOptions(
+        systems=tuple(s for s in args.system.split(",") if s),
+        ks=tuple(int(k) for k in (args.k or default_ks).split(",") if k),
+        ablations=tuple(a for a in (args.ablate or "").split(",") if a),
+        limit=args.limit,
+        llm=_llm(args.llm),  # type: ignore[arg-type]
+    )
+    run = evaluate_locomo if args.benchmark == "locomo" else evaluate_longmemeval
+    with Progress(console=console) as bar:
+        task = bar.add_task(f"{args.benchmark}: questions", total=None)
+        summary = run(
+            args.path,
+            args.out,
+            options,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    command = (
+        " ".join(["ramem", "eval", *sys.argv[sys.argv.index("eval") + 1 :]])
+        if ("eval" in sys.argv)
+        else ""
+    )
+    report = write_report(summary, args.out, command)
+    console.print(report.read_text(encoding="utf-8").split("## Plots")[0], markup=False)
+    console.print(f"wrote {report} and summary.json, questions.jsonl in {args.out}")
     return 0
 
 
@@ -218,6 +270,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conversation")
     p.add_argument("--all", action="store_true", help="drop the whole namespace")
     p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser("eval", help="evaluate on LoCoMo or LongMemEval (report with plots)")
+    p.add_argument("benchmark", choices=["locomo", "longmemeval"])
+    p.add_argument("path", help="the benchmark's JSON file")
+    p.add_argument(
+        "--system",
+        default="ramem,content,dense,bm25",
+        help="comma-separated: ramem, content, dense, bm25",
+    )
+    p.add_argument("--k", help="cut-offs (default 5,10,20; LongMemEval 1,3,5,10,30,50)")
+    p.add_argument(
+        "--ablate",
+        help="comma-separated: shuffle-context, no-session, "
+        "no-context-ranking, no-context-synthesis",
+    )
+    p.add_argument("--limit", type=int, help="at most this many questions (smoke runs)")
+    p.add_argument("--out", default="results/eval", help="output directory")
+    p.add_argument("--llm", help="answer with a chat model, e.g. openai:gpt-4o-mini")
+    p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("demo", help="ingest a shipped conversation and compare with content-only")
     p.add_argument("--k", type=int, default=3)

@@ -53,6 +53,10 @@ class RetrievalConfig:
         exact_limit: with ``"snapshot"``, filters selecting at most this many memories are
             ranked exactly; wider ones keep the filter's members among the ``8 * candidates``
             nearest memories of the whole namespace.
+        episode_weight: episodic reinstatement: each candidate's score gains this share of
+            the summed scores of the ``episode_depth`` best candidates of its session, so
+            memories of the episode that matches the question as a whole rank above a lone
+            look-alike from another episode (0 turns it off; needs ``session_context``).
     """
 
     candidates: int = 50
@@ -65,6 +69,8 @@ class RetrievalConfig:
     anchor_min_similarity: float = 0.35
     contextual_dense: Literal["snapshot", "chroma"] = "snapshot"
     exact_limit: int = 20_000
+    episode_weight: float = 0.75
+    episode_depth: int = 2
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
@@ -166,6 +172,10 @@ class Conditions:
         lowered = {p.lower() for p in ctx.participants}
         met.extend(f"involves {p}" for p in self.participants if p.lower() in lowered)
         return tuple(met)
+
+
+CONTENT_ONLY = RetrievalConfig(context_ranking=False, episode_weight=0.0)
+"""Content-only retrieval (dense + BM25, no episodic context): the baseline RaMem improves on."""
 
 
 def _any(options: list[dict[str, Any]]) -> dict[str, Any]:
@@ -310,7 +320,27 @@ class Retriever:
             dense = self._dense(namespace, snap, vector, n, nearest, conditions, mask)
         if self.config.lexical:
             lexical = snap.lexical(text, n, mask)
-        return [(snap.units[c.position], c) for c in fuse(dense, lexical, self.config.rrf_k)]
+        fused = [(snap.units[c.position], c) for c in fuse(dense, lexical, self.config.rrf_k)]
+        return self._reinstate(fused)
+
+    def _reinstate(
+        self, candidates: list[tuple[MemoryUnit, _Candidate]]
+    ) -> list[tuple[MemoryUnit, _Candidate]]:
+        """Re-rank candidates by their episode's support (see ``episode_weight``)."""
+        weight = self.config.episode_weight
+        if weight <= 0.0 or not self.config.session_context or not candidates:
+            return candidates
+        support: dict[tuple[str, str], list[float]] = {}
+        for unit, cand in candidates:
+            key = (unit.context.conversation_id, unit.context.session_id)
+            support.setdefault(key, []).append(cand.score)
+        episode = {
+            key: sum(sorted(scores, reverse=True)[: self.config.episode_depth])
+            for key, scores in support.items()
+        }
+        for unit, cand in candidates:
+            cand.score += weight * episode[(unit.context.conversation_id, unit.context.session_id)]
+        return sorted(candidates, key=lambda pair: -pair[1].score)
 
     def _pool(self, n: int, snap: Snapshot) -> int:
         """How many nearest memories one HNSW query fetches: enough for a wide filter too."""

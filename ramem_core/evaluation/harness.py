@@ -2,7 +2,7 @@
 
 Every system reads the same stored units; they differ only in their retrieval configuration:
 
-- ``ramem``: all four stages;
+- ``ramem``: all four stages (context-consistent candidates first, episodic reinstatement);
 - ``content``: hybrid dense + BM25 content retrieval only (SimpleMem-style, no LLM planner);
 - ``dense`` and ``bm25``: one retriever alone.
 
@@ -31,7 +31,7 @@ from ramem_core.evaluation import metrics
 from ramem_core.loaders import locomo_conversation, longmemeval_conversation
 from ramem_core.memory import RaMem
 from ramem_core.protocols import LLM, Embedder, TokenCounter
-from ramem_core.retrieval import RetrievalConfig
+from ramem_core.retrieval import CONTENT_ONLY, Conditions, RetrievalConfig
 from ramem_core.store.chroma import ChromaStore
 from ramem_core.synthesis import answer, fit_budget
 from ramem_core.temporal import parse_timestamp
@@ -39,9 +39,9 @@ from ramem_core.types import Conversation, Evidence, MemoryUnit, Session
 
 SYSTEMS: dict[str, RetrievalConfig] = {
     "ramem": RetrievalConfig(),
-    "content": RetrievalConfig(context_ranking=False),
-    "dense": RetrievalConfig(lexical=False, context_ranking=False),
-    "bm25": RetrievalConfig(dense=False, context_ranking=False),
+    "content": CONTENT_ONLY,
+    "dense": replace(CONTENT_ONLY, lexical=False),
+    "bm25": replace(CONTENT_ONLY, dense=False),
 }
 ABLATIONS: dict[str, RetrievalConfig] = {
     "shuffle-context": RetrievalConfig(),
@@ -173,6 +173,42 @@ def _retrieved(evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
     ]
 
 
+def _frame_row(
+    memory: RaMem, namespace: str, question: str, evidence_units: Sequence[MemoryUnit]
+) -> dict[str, Any]:
+    """The recall frame of a question and whether the gold evidence meets it."""
+    frame = memory.frame(question, namespace=namespace)
+    conditions = Conditions.of(frame, memory.retriever.config.session_context)
+    return {
+        "grounded": frame.is_grounded,
+        "times": [t.text for t in frame.grounded_times],
+        "participants": list(frame.participants),
+        "evidence_valid": bool(conditions) and any(conditions.satisfied(u) for u in evidence_units),
+    }
+
+
+def failure_kinds(rows: Sequence[dict[str, Any]], k: int = 10) -> dict[str, int]:
+    """Why RaMem missed evidence at ``k`` (answerable questions with evidence)."""
+    kinds: dict[str, int] = {}
+    for r in rows:
+        if r["system"] != "ramem" or r["category"] not in metrics.ANSWERABLE or not r["evidence"]:
+            continue
+        score = r["recall"][k]
+        frame = r.get("frame", {})
+        if score == 1.0:
+            kind = "all evidence found"
+        elif frame.get("grounded") and not frame.get("evidence_valid"):
+            kind = "grounded frame excluded the evidence (wrong or too narrow window)"
+        elif frame.get("grounded"):
+            kind = "evidence valid but outranked inside the frame"
+        elif score > 0.0:
+            kind = "partial: some evidence turns missing (no grounded frame)"
+        else:
+            kind = "content miss (no grounded frame)"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
 def _mean(values: Iterable[float]) -> float | None:
     items = list(values)
     return float(np.mean(items)) if items else None
@@ -257,6 +293,13 @@ def evaluate_locomo(
                     "confusable": confusable,
                     "tokens": {k: bench.tokens(run, evidence[:k]) for k in options.ks},
                 }
+                if run == "ramem":
+                    row["frame"] = _frame_row(
+                        bench.view(run),
+                        _namespace(sid),
+                        qa["question"],
+                        [u for u in units if u.id in evidence_units],
+                    )
                 if confusable:
                     sessions = [e.unit.context.session_id for e in evidence]
                     is_ev = [e.unit.id in evidence_units for e in evidence]
@@ -283,7 +326,12 @@ def evaluate_locomo(
 def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> dict[str, Any]:
     """Aggregate per-question rows into the summary tables."""
     depth = max(20, *options.ks)
-    summary: dict[str, Any] = {"benchmark": "locomo", "ks": list(options.ks), "runs": {}}
+    summary: dict[str, Any] = {
+        "benchmark": "locomo",
+        "ks": list(options.ks),
+        "systems": list(options.systems),
+        "runs": {},
+    }
     for run in options.runs:
         mine = [r for r in rows if r["system"] == run]
         answerable = [r for r in mine if r["category"] in metrics.ANSWERABLE and r["evidence"]]
@@ -324,6 +372,8 @@ def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> di
                 "bleu1": _mean(r["bleu1"] for r in mine if r["category"] in metrics.ANSWERABLE),
             }
         summary["runs"][run] = entry
+    if "ramem" in options.runs:
+        summary["ramem_failures_at_10"] = failure_kinds(rows, 10)
     return summary
 
 

@@ -46,3 +46,24 @@ def test_cli_reports_bad_input_without_traceback(
     out = capsys.readouterr().out
     assert "malformed JSON" in out
     assert "Traceback" not in out
+
+
+def test_eval_smoke_run_writes_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "eval"
+    args = [
+        "eval",
+        "locomo",
+        str(FIXTURES / "locomo_mini.json"),
+        "--limit",
+        "1",
+        "--k",
+        "1,5",
+        "--out",
+        str(out),
+    ]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "Evidence Recall@5" in printed
+    assert {p.name for p in out.iterdir()} >= {"questions.jsonl", "summary.json", "report.md"}

@@ -8,7 +8,7 @@ import pytest
 
 from ramem_core import ChromaStore, Conversation, RaMem, RecallFrame, RetrievalConfig, Session, Turn
 from ramem_core.errors import InvalidInputError
-from ramem_core.retrieval import Conditions
+from ramem_core.retrieval import CONTENT_ONLY, Conditions
 from ramem_core.testing import WordCounter
 from tests.conftest import two_trips
 
@@ -16,7 +16,7 @@ WRONG_EPISODE_QUERY = "Where did Ben eat grilled sardines by the river in August
 
 
 def content_only(store: ChromaStore) -> RaMem:
-    return RaMem(store, config=RetrievalConfig(context_ranking=False), counter=WordCounter())
+    return RaMem(store, config=CONTENT_ONLY, counter=WordCounter())
 
 
 def test_valid_episode_outranks_more_similar_wrong_episode(memory: RaMem) -> None:
@@ -38,10 +38,49 @@ def test_ungrounded_frame_falls_back_to_content(memory: RaMem) -> None:
     query = "Where did someone eat grilled sardines in 1999?"
     frame = memory.frame(query)
     assert not frame.is_grounded
-    ramem_ids = [e.unit.id for e in memory.recall(query, k=4)]
-    plain_ids = [e.unit.id for e in content_only(memory.store).recall(query, k=4)]
-    assert ramem_ids == plain_ids
     assert not any(e.contextual for e in memory.recall(query, k=4))
+    # without episodic reinstatement, RaMem's list is exactly the content-only list
+    no_episodes = RaMem(memory.store, config=RetrievalConfig(episode_weight=0.0))
+    plain_ids = [e.unit.id for e in content_only(memory.store).recall(query, k=4)]
+    assert [e.unit.id for e in no_episodes.recall(query, k=4)] == plain_ids
+
+
+def test_episodic_reinstatement_prefers_the_supported_episode(memory: RaMem) -> None:
+    # a lone look-alike in January against an episode in August that matches as a whole
+    memory.add_conversation(
+        Conversation(
+            "c",
+            (
+                Session(
+                    "A",
+                    (
+                        Turn("A:1", "Ben", "The sardines were grilled by the river, lovely."),
+                        Turn("A:2", "Alice", "I painted the kitchen blue."),
+                    ),
+                    datetime(2023, 1, 5),
+                ),
+                Session(
+                    "B",
+                    (
+                        Turn("B:1", "Ben", "We ate sardines in Porto."),
+                        Turn("B:2", "Alice", "Were the sardines grilled?"),
+                        Turn("B:3", "Ben", "Yes, grilled, next to the river."),
+                    ),
+                    datetime(2023, 8, 5),
+                ),
+            ),
+        )
+    )
+    query = "Where did Ben eat grilled sardines by the river?"
+    plain = content_only(memory.store).recall(query, k=5)
+    episodic = memory.recall(query, k=5)
+    assert plain[0].unit.source_ids == ("A:1",)
+    assert episodic[0].unit.context.session_id == "B"
+    assert {e.unit.id for e in plain} == {e.unit.id for e in episodic}  # nothing dropped
+    scores = [e.score for e in episodic]
+    assert scores == sorted(scores, reverse=True)
+    off = RaMem(memory.store, config=RetrievalConfig(session_context=False))
+    assert off.recall(query, k=1)[0].unit.source_ids == ("A:1",)  # needs session context
 
 
 def test_evidence_ranks_are_dense_and_sorted(memory: RaMem) -> None:
@@ -113,7 +152,7 @@ def _other_conversation() -> Conversation:
         RetrievalConfig(lexical=False),
         RetrievalConfig(dense=False),
         RetrievalConfig(),
-        RetrievalConfig(context_ranking=False),
+        CONTENT_ONLY,
     ],
     ids=["dense", "bm25", "contextual", "content"],
 )

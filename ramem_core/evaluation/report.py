@@ -1,0 +1,219 @@
+"""A Markdown report with PNG plots from an evaluation summary.
+
+Plots need matplotlib (``pip install 'ramem[eval]'``); without it the report has the tables only
+and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = ("multi-hop", "temporal", "open-domain", "single-hop", "overall")
+
+DEFINITIONS = """\
+**Definitions.**
+*Evidence Recall@K* (LoCoMo's own): the share of a question's gold evidence turn ids
+(``D<session>:<turn>``, parsed defensively) covered by the source turn ids of the top-K units;
+averaged over questions of categories 1-4 that have evidence ("overall") and per category.
+*Context-confusable subset*: questions (categories 1-4) where a fixed reference BM25 (bm25s
+defaults, no stemming, over the same units, independent of every system) ranks a unit from a
+session holding none of the evidence above every evidence unit.
+*D@1*: on that subset, the share of questions whose top-1 unit comes from a session without
+evidence (lower is better). *Rank gap*: rank of the first evidence unit minus rank of the best
+distractor (missing = depth + 1; lower is better).
+*Tokens*: cl100k_base tokens of the top-K memories as handed to the generator (with coordinates,
+or plain text for ``no-context-synthesis``).
+*LongMemEval*: corpus = user turns; session-level metrics rank the distinct sessions of the
+retrieved turns; ``recall_any@k`` = some gold id in the top k, ``recall_all@k`` = all of them,
+``ndcg_any@k`` = binary-relevance nDCG; abstention and assistant-only-evidence questions skipped.
+"""
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _plots(summary: dict[str, Any], out: Path) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    runs = summary["runs"]
+    written: list[str] = []
+    if summary["benchmark"] == "locomo":
+        k = "10" if 10 in summary["ks"] else str(max(summary["ks"]))
+        fig, ax = plt.subplots(figsize=(9, 4))
+        width = 0.8 / max(1, len(runs))
+        for i, (run, entry) in enumerate(runs.items()):
+            values = [entry["recall"][k].get(c) or 0.0 for c in CATEGORIES]
+            ax.bar([x + i * width for x in range(len(CATEGORIES))], values, width, label=run)
+        ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(CATEGORIES))])
+        ax.set_xticklabels(CATEGORIES)
+        ax.set_ylabel(f"evidence Recall@{k}")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=8)
+        ax.set_title(f"LoCoMo: evidence Recall@{k} by category")
+        fig.tight_layout()
+        fig.savefig(out / "recall_by_category.png", dpi=110)
+        plt.close(fig)
+        written.append("recall_by_category.png")
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for run in summary.get("systems") or list(runs):  # systems only: ablations overlap
+            curve = runs[run]["budget_curve"]
+            ax.plot(range(1, len(curve) + 1), curve, marker=".", label=run)
+        ax.set_xlabel("K (memories handed to the generator)")
+        ax.set_ylabel("evidence Recall@K (categories 1-4)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title("LoCoMo: K-budget curve")
+        fig.tight_layout()
+        fig.savefig(out / "budget_curve.png", dpi=110)
+        plt.close(fig)
+        written.append("budget_curve.png")
+
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        names = list(runs)
+        values = [runs[r]["confusable"]["d_at_1"] or 0.0 for r in names]
+        ax.bar(names, values, color="tab:red")
+        ax.set_ylabel("D@1 (lower is better)")
+        ax.set_ylim(0, 1)
+        n = next(iter(runs.values()))["confusable"]["questions"]
+        ax.set_title(f"LoCoMo: wrong-episode distractor at rank 1 ({n} confusable questions)")
+        fig.tight_layout()
+        fig.savefig(out / "d_at_1.png", dpi=110)
+        plt.close(fig)
+        written.append("d_at_1.png")
+    else:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ks = summary["ks"]
+        for run, entry in runs.items():
+            ax.plot(
+                ks, [entry["session"][str(k)]["recall_any"] or 0 for k in ks], marker="o", label=run
+            )
+        ax.set_xscale("log")
+        ax.set_xticks(ks)
+        ax.set_xticklabels([str(k) for k in ks])
+        ax.set_xlabel("k")
+        ax.set_ylabel("session recall_any@k")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title("LongMemEval: session-level recall_any@k")
+        fig.tight_layout()
+        fig.savefig(out / "session_recall.png", dpi=110)
+        plt.close(fig)
+        written.append("session_recall.png")
+    return written
+
+
+def write_report(summary: dict[str, Any], out: str | Path, command: str = "") -> Path:
+    """Write ``report.md`` (tables, definitions, plots) next to the summary; returns its path."""
+    out = Path(out)
+    runs = summary["runs"]
+    parts = [f"# RaMem evaluation: {summary['benchmark']}", ""]
+    if command:
+        parts += ["Reproduce with:", "", f"    {command}", ""]
+    if summary["benchmark"] == "locomo":
+        for k in summary["ks"]:
+            parts += [f"## Evidence Recall@{k}", ""]
+            parts.append(
+                _table(
+                    ["system", *CATEGORIES, "tokens"],
+                    [
+                        [
+                            run,
+                            *(_fmt(e["recall"][str(k)].get(c)) for c in CATEGORIES),
+                            f"{e['tokens'][str(k)]:.0f}"
+                            if e["tokens"][str(k)] is not None
+                            else "-",
+                        ]
+                        for run, e in runs.items()
+                    ],
+                )
+            )
+            parts.append("")
+        parts += ["## Context-confusable subset", ""]
+        parts.append(
+            _table(
+                ["system", "questions", "D@1", "rank gap"],
+                [
+                    [
+                        run,
+                        str(e["confusable"]["questions"]),
+                        _fmt(e["confusable"]["d_at_1"]),
+                        _fmt(e["confusable"]["rank_gap"]),
+                    ]
+                    for run, e in runs.items()
+                ],
+            )
+        )
+        parts.append("")
+        if any("qa" in e for e in runs.values()):
+            parts += ["## QA (official F1 / BLEU-1)", ""]
+            cats = ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "overall")
+            parts.append(
+                _table(
+                    ["system", *cats],
+                    [
+                        [
+                            run,
+                            *(
+                                f"{_fmt(e['qa'][c]['f1'])} / {_fmt(e['qa'][c]['bleu1'])}"
+                                for c in cats
+                            ),
+                        ]
+                        for run, e in runs.items()
+                        if "qa" in e
+                    ],
+                )
+            )
+            parts.append("")
+        if "ramem_failures_at_10" in summary:
+            parts += ["## Why RaMem missed evidence at K=10", ""]
+            parts.append(
+                _table(
+                    ["kind", "questions"],
+                    [[kind, str(n)] for kind, n in summary["ramem_failures_at_10"].items()],
+                )
+            )
+            parts.append("")
+    else:
+        parts += [f"Skipped: {summary['skipped']}", ""]
+        for level in ("session", "turn"):
+            parts += [f"## {level.capitalize()}-level retrieval", ""]
+            header = ["system"] + [f"R_any@{k}" for k in summary["ks"]] + ["nDCG@10"]
+            parts.append(
+                _table(
+                    header,
+                    [
+                        [
+                            run,
+                            *(_fmt(e[level][str(k)]["recall_any"]) for k in summary["ks"]),
+                            _fmt(e[level].get("10", {}).get("ndcg_any")),
+                        ]
+                        for run, e in runs.items()
+                    ],
+                )
+            )
+            parts.append("")
+    plots = _plots(summary, out)
+    if plots:
+        parts += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
+    else:
+        parts += ["(plots skipped: matplotlib is not installed; pip install 'ramem[eval]')", ""]
+    parts += [DEFINITIONS]
+    path = out / "report.md"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path

@@ -1,0 +1,168 @@
+"""Evaluation: official metrics on hand-checked cases, and the harness end to end on fixtures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ramem_core.evaluation import metrics as m
+from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo, evaluate_longmemeval
+from ramem_core.evaluation.report import write_report
+from ramem_core.testing import HashEmbedder, WordCounter
+from tests.conftest import FIXTURES
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (["D1:3"], ["D1:3"]),
+        (["D8:6; D9:17"], ["D8:6", "D9:17"]),
+        (["D:11:26"], ["D11:26"]),
+        (["D"], []),
+        (["D30:05", "D1:3 D2:4"], ["D30:5", "D1:3", "D2:4"]),
+        ("D4:36", ["D4:36"]),
+        ([None, 7], []),
+    ],
+)
+def test_parse_evidence_is_defensive(raw: object, expected: list[str]) -> None:
+    assert m.parse_evidence(raw) == expected
+
+
+def test_locomo_f1_by_category() -> None:
+    assert m.locomo_f1("7 May 2023", "7 May 2023", 2) == 1.0
+    assert m.locomo_f1("7 May, 2023.", "7 May 2023", 2) == 1.0  # punctuation ignored
+    # one extra token: precision 3/4, recall 1
+    assert m.locomo_f1("on 7 May, 2023.", "7 May 2023", 4) == pytest.approx(6 / 7)
+    assert m.locomo_f1("painting", "paintings", 4) == 1.0  # Porter stemming
+    # category 1: comma-separated parts, best match per gold part, averaged
+    assert m.locomo_f1("pottery, camping", "camping, pottery, painting", 1) == pytest.approx(2 / 3)
+    # category 3: gold cut at the first ';'
+    assert m.locomo_f1("psychology", "psychology; counseling certification", 3) == 1.0
+    # category 5: abstention phrases
+    assert m.locomo_f1("That is not mentioned in the conversation.", "x", 5) == 1.0
+    assert m.locomo_f1("Sweden", "x", 5) == 0.0
+
+
+def test_bleu1() -> None:
+    assert m.bleu1("the cat sat", "the cat sat") == 1.0
+    assert m.bleu1("cat", "the cat sat on mat") < 0.5  # brevity penalty
+    assert m.bleu1("", "x") == 0.0
+
+
+def test_longmemeval_ranking_metrics() -> None:
+    ranked = ["s3", "s1", "s2"]
+    assert m.recall_any(ranked, ["s1"], 1) == 0.0
+    assert m.recall_any(ranked, ["s1"], 2) == 1.0
+    assert m.recall_all(ranked, ["s1", "s2"], 2) == 0.0
+    assert m.recall_all(ranked, ["s1", "s2"], 3) == 1.0
+    assert m.ndcg_any(ranked, ["s3"], 3) == 1.0
+    assert m.ndcg_any(ranked, ["s1"], 3) == pytest.approx(1 / 1.58496, rel=1e-4)
+    assert m.dedupe(["a", "b", "a", "c"]) == ["a", "b", "c"]
+
+
+def test_confusion_measures() -> None:
+    sessions = {"u1": "D1", "u2": "D2", "u3": "D3"}
+    # reference ranks a unit of D2 (no evidence) above the evidence unit u1
+    assert m.is_confusable(["u2", "u1"], sessions, {"u1"}, {"D1"})
+    assert not m.is_confusable(["u1", "u2"], sessions, {"u1"}, {"D1"})
+    # a unit of an evidence session that is not itself evidence does not count as distractor
+    assert not m.is_confusable(["u3", "u1"], {**sessions, "u3": "D1"}, {"u1"}, {"D1"})
+    assert m.confusion(["D2", "D1", "D1"], [False, True, False], {"D1"}) == (1.0, 1)
+    assert m.confusion(["D1", "D2"], [True, False], {"D1"}) == (0.0, -1)
+    assert m.confusion(["D2", "D3"], [False, False], {"D1"}) == (1.0, 2)
+
+
+def test_locomo_harness_writes_rescorable_rows_and_a_report(tmp_path: Path) -> None:
+    options = EvalOptions(ks=(1, 2), ablations=("shuffle-context", "no-context-synthesis"))
+    summary = evaluate_locomo(
+        FIXTURES / "locomo_mini.json",
+        tmp_path,
+        options,
+        embedder=HashEmbedder(),
+        counter=WordCounter(),
+    )
+    rows = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text().splitlines()]
+    assert {r["system"] for r in rows} == set(options.runs)
+    row = next(r for r in rows if r["system"] == "ramem")
+    for key in ("sample_id", "question", "category", "evidence", "retrieved"):
+        assert key in row
+    assert {"id", "source_ids", "session_id"} <= set(row["retrieved"][0])
+    assert row["evidence"] == ["D1:3"]  # an id that does not exist: parsed, scored 0, no crash
+    assert summary["runs"]["ramem"]["recall"]["1"]["overall"] == 0.0
+    assert (
+        summary["runs"]["no-context-synthesis"]["tokens"]["2"]
+        < summary["runs"]["ramem"]["tokens"]["2"]
+    )
+    report = write_report(summary, tmp_path, "ramem eval locomo mini")
+    text = report.read_text()
+    assert "## Evidence Recall@2" in text
+    assert "D@1" in text
+    assert (tmp_path / "recall_by_category.png").stat().st_size > 1000
+    # rerunning reuses the cached store and embeddings
+    again = evaluate_locomo(
+        FIXTURES / "locomo_mini.json",
+        tmp_path,
+        options,
+        embedder=HashEmbedder(),
+        counter=WordCounter(),
+    )
+    assert again["runs"]["ramem"]["recall"] == summary["runs"]["ramem"]["recall"]
+
+
+def test_locomo_harness_scores_evidence(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "locomo_mini.json").read_text())
+    data[0]["qa"] = [
+        {
+            "question": "When did Caroline go to the LGBTQ support group?",
+            "answer": "7 May 2023",
+            "evidence": ["D1:1"],
+            "category": 2,
+        },
+        {
+            "question": "What did Melanie paint?",
+            "answer": "a sunrise",
+            "evidence": ["D1:2"],
+            "category": 4,
+        },
+    ]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data))
+    summary = evaluate_locomo(
+        path,
+        tmp_path / "out",
+        EvalOptions(systems=("ramem", "bm25")),
+        embedder=HashEmbedder(),
+        counter=WordCounter(),
+    )
+    assert summary["runs"]["ramem"]["recall"]["5"]["overall"] == 1.0
+    assert summary["runs"]["bm25"]["recall"]["5"]["temporal"] == 1.0
+
+
+def test_longmemeval_harness_uses_user_turns_and_question_date(tmp_path: Path) -> None:
+    summary = evaluate_longmemeval(
+        FIXTURES / "longmemeval_mini.json",
+        tmp_path,
+        EvalOptions(ks=(1, 3)),
+        embedder=HashEmbedder(),
+        counter=WordCounter(),
+    )
+    [row] = [
+        json.loads(line)
+        for line in (tmp_path / "questions.jsonl").read_text().splitlines()
+        if '"system": "ramem"' in line
+    ]
+    assert row["evidence"] == ["sess-b"]
+    assert row["evidence_turns"] == ["sess-b:0"]
+    assert all(sid.endswith((":0", ":2")) for r in row["retrieved"] for sid in r["source_ids"])
+    # "last week" from the question date (30 May) selects the 25 May session first
+    assert row["retrieved"][0]["session_id"] == "sess-b"
+    assert summary["runs"]["ramem"]["session"]["1"]["recall_any"] == 1.0
+    write_report(summary, tmp_path)
+    assert (tmp_path / "session_recall.png").exists()
+
+
+def test_unknown_system_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown system or ablation: magic"):
+        EvalOptions(systems=("magic",))
