@@ -9,6 +9,8 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
+from ramem_core.embedding import normalize
+
 
 class LangChainEmbedder:
     """Any LangChain ``Embeddings`` as RaMem's embedder (vectors are L2-normalised here).
@@ -36,9 +38,7 @@ class LangChainEmbedder:
         """Embed ``texts`` with the wrapped model."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = np.asarray(self.embeddings.embed_documents(list(texts)), dtype=np.float32)
-        norms = np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
-        return np.asarray(vectors / norms, dtype=np.float32)
+        return normalize(self.embeddings.embed_documents(list(texts)))
 
 
 class LangChainLLM:

@@ -9,6 +9,8 @@ import numpy.typing as npt
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 
+from ramem_core.embedding import normalize
+
 
 class LlamaIndexEmbedder:
     """Any LlamaIndex ``BaseEmbedding`` as RaMem's embedder (vectors L2-normalised here).
@@ -35,10 +37,7 @@ class LlamaIndexEmbedder:
         """Embed ``texts`` with the wrapped model."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        rows = self.embedding.get_text_embedding_batch(list(texts))
-        vectors = np.asarray(rows, dtype=np.float32)
-        norms = np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
-        return np.asarray(vectors / norms, dtype=np.float32)
+        return normalize(self.embedding.get_text_embedding_batch(list(texts)))
 
 
 class LlamaIndexLLM:

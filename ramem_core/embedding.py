@@ -27,6 +27,15 @@ MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 MAX_TOKENS = 256
 
 
+def normalize(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2:
+        matrix = matrix.reshape(len(matrix), -1)
+    norms = np.clip(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12, None)
+    return np.asarray(matrix / norms, dtype=np.float32)
+
+
 def _cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -102,8 +111,7 @@ class MiniLMEmbedder:
             hidden = session.run(None, feeds)[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-            out[chunk] = pooled / norms
+            out[chunk] = normalize(pooled)
         return out
 
 

@@ -42,32 +42,19 @@ def test_memories_persist_across_reopen(tmp_path: Path) -> None:
 
 
 def test_unit_round_trips_through_chroma(memory: RaMem) -> None:
-    [original] = memory.anchorer.anchor(
-        Conversation(
-            "c",
-            (
-                Session(
-                    "s",
-                    (Turn("t1", "Ann", "Yesterday I met Bob in Paris.", None, "a cat"),),
-                    datetime(2023, 5, 8, 10),
-                ),
+    conversation = Conversation(
+        "c",
+        (
+            Session(
+                "s",
+                (Turn("t1", "Ann", "Yesterday I met Bob in Paris.", None, "a cat"),),
+                datetime(2023, 5, 8, 10),
             ),
-            ("Ann", "Bob"),
-        )
+        ),
+        ("Ann", "Bob"),
     )
-    memory.add_conversation(
-        Conversation(
-            "c",
-            (
-                Session(
-                    "s",
-                    (Turn("t1", "Ann", "Yesterday I met Bob in Paris.", None, "a cat"),),
-                    datetime(2023, 5, 8, 10),
-                ),
-            ),
-            ("Ann", "Bob"),
-        )
-    )
+    [original] = memory.anchorer.anchor(conversation)
+    memory.add_conversation(conversation)
     [stored] = memory.store.get(memory.namespace)
     assert stored == original
     assert stored.context.participants == ("Ann", "Bob")
