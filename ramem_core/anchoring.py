@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
 
+from ramem_core.protocols import LLM
 from ramem_core.temporal import MONTHS, WEEKDAYS, find_mentions
 from ramem_core.types import (
     Conversation,
@@ -211,3 +215,231 @@ def session_span(session: Session) -> TimeSpan | None:
     if not times:
         return None
     return TimeSpan(min(times), max(times), Granularity.INSTANT)
+
+
+# --------------------------------------------------------------------------- LLM-backed
+
+
+@dataclass(slots=True)
+class AnchoringReport:
+    """What an :class:`LLMAnchorer` did; nothing is lost silently, so every detour is counted.
+
+    Attributes:
+        windows: windows of turns sent to the LLM.
+        retries: windows asked a second time after an unusable reply.
+        fallback_windows: windows anchored by the rule-based anchorer after two bad replies.
+        fallback_turns: turns no LLM memory covered, anchored by the rule-based anchorer.
+        llm_units: memory units written by the LLM and kept.
+        dropped_units: LLM units rejected (no valid source id, empty content, wrong types).
+        dropped_times: event or mention times rejected (unparseable or outside a sane range).
+    """
+
+    windows: int = 0
+    retries: int = 0
+    fallback_windows: int = 0
+    fallback_turns: int = 0
+    llm_units: int = 0
+    dropped_units: int = 0
+    dropped_times: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """Plain numbers for reports."""
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+
+_GRANULARITIES = {g.value: g for g in Granularity if g is not Granularity.INSTANT}
+
+
+def parse_llm_span(
+    value: Any, reference: datetime | None, *, past_years: int = 30, future_years: int = 5
+) -> TimeSpan | None:
+    """A ``{"start", "end", "granularity"}`` object proposed by an LLM, checked by code.
+
+    Returns ``None`` unless both dates parse (ISO ``YYYY-MM-DD``), ``start <= end``, the
+    granularity is known, and the span lies in a sane range around ``reference`` (or within
+    1900-2100 when the session time is unknown).
+    """
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        start = datetime.fromisoformat(str(value["start"])[:10])
+        end = datetime.fromisoformat(str(value["end"])[:10]).replace(hour=23, minute=59, second=59)
+        granularity = _GRANULARITIES[str(value.get("granularity", "day"))]
+    except (KeyError, ValueError, TypeError):
+        return None
+    if end < start:
+        return None
+    low, high = (datetime(1900, 1, 1), datetime(2100, 12, 31))
+    if reference is not None:
+        low = reference.replace(year=max(1, reference.year - past_years), month=1, day=1)
+        high = reference.replace(year=reference.year + future_years, month=12, day=31)
+    if start < low or end > high:
+        return None
+    return TimeSpan(start, end, granularity)
+
+
+class LLMAnchorer:
+    """Stage 1 with an LLM: self-contained, lossless memories with their episodic coordinates.
+
+    The LLM proposes, the code checks: replies must be JSON of the documented shape, source
+    ids must be turns of the window, dates must parse and lie in a sane range around the
+    session. An unusable reply is retried once, then that window falls back to the rule-based
+    anchorer; turns that no LLM memory covers get rule-based units. Every turn ends up covered,
+    and every detour is counted in :attr:`report`.
+
+    Args:
+        llm: the model (wrap it in :class:`~ramem_core.llm.MeteredLLM` to count and cache).
+        window: turns per LLM call (never across sessions).
+        workers: windows in flight at once.
+        fallback: the anchorer for failed windows and uncovered turns.
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        window: int = 8,
+        workers: int = 4,
+        fallback: RuleAnchorer | None = None,
+    ) -> None:
+        from ramem_core.llm import MeteredLLM
+
+        self.llm = llm if isinstance(llm, MeteredLLM) else MeteredLLM(llm)
+        self.window = window
+        self.workers = workers
+        self.fallback = fallback or RuleAnchorer()
+        self.report = AnchoringReport()
+        self._lock = threading.Lock()
+
+    def _count(self, **deltas: int) -> None:
+        with self._lock:
+            for name, delta in deltas.items():
+                setattr(self.report, name, getattr(self.report, name) + delta)
+
+    def anchor(self, conversation: Conversation) -> list[MemoryUnit]:
+        """Memory units of every session, in conversation order; every turn covered."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        speakers = {t.speaker for s in conversation.sessions for t in s.turns}
+        known = tuple(dict.fromkeys((*conversation.participants, *sorted(speakers))))
+        jobs = [
+            (index, session, begin)
+            for index, session in enumerate(conversation.sessions)
+            for begin in range(0, len(session.turns), self.window)
+        ]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            parts = list(pool.map(lambda job: self._window(conversation.id, known, *job), jobs))
+        return [unit for part in parts for unit in part]
+
+    def _rules(
+        self,
+        conversation_id: str,
+        session: Session,
+        index: int,
+        turns: Sequence[Turn],
+        known: Sequence[str],
+    ) -> list[MemoryUnit]:
+        partial = Session(session.id, tuple(turns), session.time)
+        return self.fallback.anchor_session(conversation_id, partial, index, known)
+
+    def _window(
+        self, conversation_id: str, known: Sequence[str], index: int, session: Session, begin: int
+    ) -> list[MemoryUnit]:
+        from ramem_core.llm import parse_json_object
+        from ramem_core.prompts import ANCHOR_PROMPT, ANCHOR_PROMPT_VERSION
+
+        turns = session.turns[begin : begin + self.window]
+        prompt = ANCHOR_PROMPT.format(
+            session_id=session.id,
+            session_time=f"{session.time:%d %B %Y, %H:%M}" if session.time else "unknown",
+            participants=", ".join(known) or "unknown",
+            turns="\n".join(f"{t.id} | {restate(t)}" for t in turns),
+        )
+        self._count(windows=1)
+        units: list[MemoryUnit] = []
+        for attempt in range(2):
+            try:
+                reply = self.llm.complete(prompt, version=ANCHOR_PROMPT_VERSION)
+                units = self._parse(
+                    parse_json_object(reply), conversation_id, session, index, begin, turns
+                )
+                break
+            except Exception:
+                # whatever failed (the call, the JSON, the checks): retry once, then fall back
+                if attempt == 0:
+                    self._count(retries=1)
+        else:
+            self._count(fallback_windows=1, fallback_turns=len(turns))
+            return self._rules(conversation_id, session, index, turns, known)
+        covered = {sid for u in units for sid in u.source_ids}
+        missing = [t for t in turns if t.id not in covered]
+        if missing:
+            self._count(fallback_turns=len(missing))
+            units.extend(self._rules(conversation_id, session, index, missing, known))
+        self._count(llm_units=len(units) - len(missing))
+        return units
+
+    def _parse(
+        self,
+        data: Mapping[str, Any],
+        conversation_id: str,
+        session: Session,
+        index: int,
+        begin: int,
+        turns: Sequence[Turn],
+    ) -> list[MemoryUnit]:
+        items = data.get("memories")
+        if not isinstance(items, list) or not items:
+            msg = "reply has no 'memories' list"
+            raise ValueError(msg)
+        by_id = {t.id: t for t in turns}
+        order = {t.id: i for i, t in enumerate(turns)}
+        reference = session.time
+        span = session_span(session)
+        units = []
+        for number, item in enumerate(items):
+            content = item.get("content") if isinstance(item, Mapping) else None
+            raw_ids = item.get("source_ids") if isinstance(item, Mapping) else None
+            ids = [str(i) for i in raw_ids if str(i) in by_id] if isinstance(raw_ids, list) else []
+            if not isinstance(content, str) or not content.strip() or not ids:
+                self._count(dropped_units=1)
+                continue
+            ids.sort(key=order.__getitem__)
+            event = parse_llm_span(item.get("event_time"), reference)
+            if item.get("event_time") is not None and event is None:
+                self._count(dropped_times=1)
+            mentions = []
+            for raw in item.get("mentions") or []:
+                parsed = parse_llm_span(raw, reference)
+                if parsed is None or not isinstance(raw.get("text"), str):
+                    self._count(dropped_times=1)
+                    continue
+                mentions.append(TimeMention(raw["text"], parsed))
+            speakers = list(dict.fromkeys(by_id[i].speaker for i in ids))
+            people = [p for p in item.get("participants") or [] if isinstance(p, str) and p]
+            entities = [e for e in item.get("entities") or [] if isinstance(e, str | int | float)]
+            location = item.get("location")
+            context = EpisodicContext(
+                session_id=session.id,
+                conversation_id=conversation_id,
+                session_span=span,
+                event_time=event,
+                mentions=tuple(mentions),
+                participants=tuple(dict.fromkeys([*speakers, *people])),
+                location=location if isinstance(location, str) and location else None,
+                entities=tuple(str(e) for e in entities)[:12],
+                topic=str(item.get("topic") or "")[:120],
+                speaker=", ".join(speakers),
+                session_index=index,
+                turn_index=begin + order[ids[0]],
+            )
+            key = (*ids, f"llm#{number}")
+            units.append(
+                MemoryUnit(
+                    unit_id(conversation_id, session.id, key), content.strip(), context, tuple(ids)
+                )
+            )
+        if not units:
+            msg = "no usable memory in the reply"
+            raise ValueError(msg)
+        return units

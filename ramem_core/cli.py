@@ -16,6 +16,7 @@ from ramem_core.temporal import describe, parse_timestamp
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ramem_core.llm import MeteredLLM
     from ramem_core.memory import RaMem
     from ramem_core.types import Evidence, RecallFrame
 
@@ -86,7 +87,12 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
     from ramem_core.loaders import load_conversations
 
     conversations = load_conversations(args.file, args.format)
-    memory = _open(args)
+    anchorer = None
+    if args.llm:
+        from ramem_core.anchoring import LLMAnchorer
+
+        anchorer = LLMAnchorer(_metered(args))
+    memory = _open(args, anchorer=anchorer)
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("embedding memories", total=None)
         report = memory.add_conversations(
@@ -98,6 +104,8 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
         f"{report.turns} turns -> {report.units} memory units ({report.new_units} new) "
         f"in namespace {memory.namespace!r}"
     )
+    if anchorer is not None:
+        console.print(f"LLM anchoring: {anchorer.report.as_dict()}, {anchorer.llm.usage.as_dict()}")
     return 0
 
 
@@ -105,14 +113,25 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
     from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig
 
     config = RetrievalConfig() if args.system == "ramem" else CONTENT_ONLY
-    memory = _open(args, config=config)
+    inducer, llm = None, None
+    if args.llm:
+        from ramem_core.frames import LLMFrameInducer
+
+        llm = _metered(args)
+        inducer = LLMFrameInducer(llm)
+    memory = _open(args, config=config, inducer=inducer)
     frame = memory.frame(args.question, at=_at(args.at))
     console.rule(args.question)
     print_frame(console, frame)
     evidence = memory.retriever.retrieve(memory.namespace, frame, args.k)
     print_evidence(console, evidence)
+    block = memory.format(evidence, max_tokens=args.max_tokens)
     if args.prompt:
-        console.print(memory.format(evidence, max_tokens=args.max_tokens).text, markup=False)
+        console.print(block.text, markup=False)
+    if llm is not None:
+        from ramem_core.synthesis import answer
+
+        console.print(f"[bold]answer[/bold]: {answer(args.question, block, llm, frame.now).text}")
     return 0
 
 
@@ -177,6 +196,15 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _metered(args: argparse.Namespace) -> MeteredLLM:
+    """The ``--llm`` model, counted and cached next to the memory."""
+    from ramem_core.llm import MeteredLLM
+    from ramem_core.memory import default_path
+
+    cache = Path(args.path or default_path()) / "llm_cache.sqlite"
+    return MeteredLLM(_llm(args.llm), model_name=args.llm, cache_path=cache)  # type: ignore[arg-type]
+
+
 def _llm(spec: str | None) -> object | None:
     """A LangChain chat model named ``provider:model`` (needs ramem[langchain])."""
     if spec is None:
@@ -210,6 +238,8 @@ def cmd_eval(args: argparse.Namespace, console: Console) -> int:
         ablations=tuple(a for a in (args.ablate or "").split(",") if a),
         limit=args.limit,
         llm=_llm(args.llm),  # type: ignore[arg-type]
+        llm_stages=args.llm_stages,
+        model_name=args.llm or "llm",
     )
     run = evaluate_locomo if args.benchmark == "locomo" else evaluate_longmemeval
     with Progress(console=console) as bar:
@@ -245,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="add conversations from a JSON file")
     p.add_argument("file")
     p.add_argument("--format", default="auto", choices=["auto", "ramem", "locomo", "longmemeval"])
+    p.add_argument("--llm", help="anchor with a chat model (provider:model, via LangChain)")
     p.set_defaults(func=cmd_ingest)
 
     commands = (
@@ -260,6 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--system", choices=["ramem", "content"], default="ramem")
             p.add_argument("--prompt", action="store_true", help="also print the rendered context")
             p.add_argument("--max-tokens", type=int, default=2000)
+            p.add_argument("--llm", help="induce the frame and answer with a chat model")
         p.set_defaults(func=func)
 
     p = sub.add_parser("namespaces", help="list namespaces")
@@ -288,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="at most this many questions (smoke runs)")
     p.add_argument("--out", default="results/eval", help="output directory")
     p.add_argument("--llm", help="answer with a chat model, e.g. openai:gpt-4o-mini")
+    p.add_argument(
+        "--llm-stages",
+        action="store_true",
+        help="also anchor memories and induce frames with --llm",
+    )
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("demo", help="ingest a shipped conversation and compare with content-only")

@@ -13,7 +13,7 @@ import re
 from datetime import datetime, timedelta
 
 from ramem_core.anchoring import mentioned_names
-from ramem_core.protocols import FrameContext
+from ramem_core.protocols import LLM, FrameContext
 from ramem_core.temporal import (
     NUMBER_PATTERN,
     day_span,
@@ -175,3 +175,77 @@ class RuleFrameInducer:
         return TimeConstraint(
             text, window, True, relation, anchor_text, f"{relation.value} {source}"
         )
+
+
+class LLMFrameInducer:
+    """Stage 2 with an LLM: the model proposes the frame, the code grounds it.
+
+    Proposed windows are kept only when their dates parse and overlap the memory's range
+    (the guard against hallucinated constraints); proposed participants only when they are
+    known names that tell episodes apart. An unusable reply falls back to the rule-based
+    inducer, and the fallbacks are counted.
+
+    Args:
+        llm: the model (wrap it in :class:`~ramem_core.llm.MeteredLLM` to count and cache).
+        fallback: the inducer used when the reply is unusable.
+    """
+
+    def __init__(self, llm: LLM, *, fallback: RuleFrameInducer | None = None) -> None:
+        from ramem_core.llm import MeteredLLM
+
+        self.llm = llm if isinstance(llm, MeteredLLM) else MeteredLLM(llm)
+        self.fallback = fallback or RuleFrameInducer()
+        self.fallbacks = 0
+        self.dropped = 0
+
+    def induce(self, query: str, context: FrameContext) -> RecallFrame:
+        """The LLM's frame for ``query``, grounded against ``context`` by code."""
+        from ramem_core.anchoring import parse_llm_span
+        from ramem_core.llm import parse_json_object
+        from ramem_core.prompts import FRAME_PROMPT, FRAME_PROMPT_VERSION
+
+        memory = context.memory_range
+        if context.now is None or memory is None:
+            return self.fallback.induce(query, context)
+        prompt = FRAME_PROMPT.format(
+            range_start=f"{memory.start:%d %B %Y}",
+            range_end=f"{memory.end:%d %B %Y}",
+            now=f"{context.now:%d %B %Y}",
+            participants=", ".join(context.participants) or "unknown",
+            question=query,
+        )
+        try:
+            data = parse_json_object(self.llm.complete(prompt, version=FRAME_PROMPT_VERSION))
+            raw_times = data.get("times") or []
+            raw_people = data.get("participants") or []
+            if not isinstance(raw_times, list) or not isinstance(raw_people, list):
+                raise TypeError("'times' and 'participants' must be lists")
+        except Exception:
+            # the call, the JSON or its shape failed: the rule-based frame is the safe answer
+            self.fallbacks += 1
+            return self.fallback.induce(query, context)
+        times = []
+        for raw in raw_times:
+            text = str(raw.get("text", "")) if isinstance(raw, dict) else ""
+            window = parse_llm_span(raw, context.now, past_years=200, future_years=200)
+            if window is None:
+                self.dropped += 1
+                times.append(TimeConstraint(text, None, False, reason="unparseable proposal"))
+            elif not window.overlaps(memory):
+                self.dropped += 1
+                times.append(
+                    TimeConstraint(
+                        text, window, False, reason="proposed outside the conversation's dates"
+                    )
+                )
+            else:
+                times.append(TimeConstraint(text, window, True, reason="proposed by the LLM"))
+        known = {p.lower(): p for p in context.participants}
+        people = tuple(
+            dict.fromkeys(
+                known[p.lower()] for p in raw_people if isinstance(p, str) and p.lower() in known
+            )
+        )
+        need = data.get("need")
+        need = need.strip() if isinstance(need, str) and need.strip() else query
+        return RecallFrame(query, need, context.now, tuple(times), people)

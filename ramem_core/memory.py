@@ -191,6 +191,21 @@ class RaMem:
         units = [u for c in parsed for u in self.anchorer.anchor(c)]
         return self._write(ns, parsed, units, progress)
 
+    def add_units(
+        self,
+        units: Sequence[MemoryUnit],
+        *,
+        namespace: str | None = None,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Embed and store memory units anchored elsewhere (e.g. by a custom anchorer)."""
+        sessions = {(u.context.conversation_id, u.context.session_id) for u in units}
+        report = self._write(self._ns(namespace), [], units, progress)
+        turns = len({(u.context.conversation_id, s) for u in units for s in u.source_ids})
+        return replace(
+            report, conversations=len({c for c, _ in sessions}), sessions=len(sessions), turns=turns
+        )
+
     def add_file(
         self,
         path: str | Path,

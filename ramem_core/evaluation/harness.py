@@ -26,8 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from ramem_core.anchoring import RuleAnchorer
+from ramem_core.anchoring import LLMAnchorer, RuleAnchorer
 from ramem_core.evaluation import metrics
+from ramem_core.frames import LLMFrameInducer
+from ramem_core.llm import MeteredLLM
 from ramem_core.loaders import locomo_conversation, longmemeval_conversation
 from ramem_core.memory import RaMem
 from ramem_core.protocols import LLM, Embedder, TokenCounter
@@ -64,6 +66,9 @@ class EvalOptions:
         llm: a model for answers (QA metrics); ``None`` evaluates retrieval only.
         answer_k: memories handed to the generator for answers.
         seed: the shuffle-context permutation seed.
+        llm_stages: also use ``llm`` for anchoring (all runs share the LLM's units) and for
+            RaMem's recall frames.
+        model_name: the model's name, part of the LLM cache key.
     """
 
     systems: tuple[str, ...] = ("ramem", "content", "dense", "bm25")
@@ -73,12 +78,17 @@ class EvalOptions:
     llm: LLM | None = None
     answer_k: int = 10
     seed: int = 13
+    llm_stages: bool = False
+    model_name: str = "llm"
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.systems if s not in SYSTEMS]
         unknown += [a for a in self.ablations if a not in ABLATIONS]
         if unknown:
             msg = f"unknown system or ablation: {', '.join(unknown)}"
+            raise ValueError(msg)
+        if self.llm_stages and self.llm is None:
+            msg = "llm_stages needs an llm"
             raise ValueError(msg)
 
     @property
@@ -96,25 +106,34 @@ def _shuffled(units: Sequence[MemoryUnit], seed: int) -> list[MemoryUnit]:
 
 @dataclass(slots=True)
 class _Bench:
-    """One benchmark run: a store, one RaMem view per run, and output files."""
+    """One benchmark run: a store, the stages, one RaMem view per run, and usage counts."""
 
     store: ChromaStore
     options: EvalOptions
     counter: TokenCounter
+    anchorer: RuleAnchorer | LLMAnchorer
+    inducer: LLMFrameInducer | None = None
+    answerer: MeteredLLM | None = None
+    turns: int = 0
+    queries: int = 0
     views: dict[str, RaMem] = field(default_factory=dict)
 
     def view(self, run: str) -> RaMem:
         if run not in self.views:
             config = SYSTEMS.get(run) or ABLATIONS[run]
-            self.views[run] = RaMem(self.store, config=config, counter=self.counter)
+            inducer = None if run in ("content", "dense", "bm25") else self.inducer
+            self.views[run] = RaMem(
+                self.store, config=config, counter=self.counter, inducer=inducer
+            )
         return self.views[run]
 
     def ingest(self, namespace: str, conversation: Conversation) -> list[MemoryUnit]:
         memory = self.view("content")
-        units = RuleAnchorer().anchor(conversation)
+        units = self.anchorer.anchor(conversation)
+        self.turns += sum(len(s.turns) for s in conversation.sessions)
         stored = set(memory.store.existing_ids(namespace, [u.id for u in units]))
         if len(stored) != len(units):  # cheap rerun: ingest is idempotent, skip when complete
-            memory.add_conversation(conversation, namespace=namespace)
+            memory.add_units(units, namespace=namespace)
         if "shuffle-context" in self.options.ablations:
             shuffled_ns = f"{namespace}.shuffled"
             if memory.store.count(shuffled_ns) != len(units):
@@ -128,6 +147,8 @@ class _Bench:
         self, run: str, namespace: str, query: str, k: int, at: datetime | None = None
     ) -> list[Evidence]:
         ns = f"{namespace}.shuffled" if run == "shuffle-context" else namespace
+        if run == self.options.runs[0]:
+            self.queries += 1
         return self.view(run).recall(query, k, at=at, namespace=ns)
 
     def tokens(self, run: str, evidence: Sequence[Evidence]) -> int:
@@ -137,12 +158,38 @@ class _Bench:
     def answer(
         self, run: str, question: str, evidence: Sequence[Evidence], now: datetime | None
     ) -> str:
-        assert self.options.llm is not None
+        assert self.answerer is not None
         plain = run == "no-context-synthesis"
         block = fit_budget(
             evidence[: self.options.answer_k], self.counter, None, with_context=not plain
         )
-        return answer(question, block, self.options.llm, now).text
+        return answer(question, block, self.answerer, now).text
+
+    def usage(self) -> dict[str, Any]:
+        """LLM calls and tokens per ingested turn and per query, by stage."""
+
+        def per(usage: dict[str, int], n: int) -> dict[str, Any]:
+            tokens = usage["prompt_tokens"] + usage["completion_tokens"]
+            return usage | {
+                "calls_per_unit": usage["calls"] / n if n else None,
+                "tokens_per_unit": tokens / n if n else None,
+            }
+
+        report: dict[str, Any] = {"ingested_turns": self.turns, "queries": self.queries}
+        if isinstance(self.anchorer, LLMAnchorer):
+            report["anchoring_per_turn"] = per(self.anchorer.llm.usage.as_dict(), self.turns)
+            report["anchoring_report"] = self.anchorer.report.as_dict()
+        else:
+            report["anchoring_per_turn"] = "rule-based: no LLM call"
+        if self.inducer is not None:
+            report["frames_per_query"] = per(self.inducer.llm.usage.as_dict(), self.queries)
+            report["frame_fallbacks"] = self.inducer.fallbacks
+        else:
+            report["frames_per_query"] = "rule-based: no LLM call"
+        if self.answerer is not None:
+            calls = len(self.options.runs) * self.queries
+            report["answers_per_query_and_run"] = per(self.answerer.usage.as_dict(), calls)
+        return report
 
 
 def _open_bench(
@@ -153,8 +200,30 @@ def _open_bench(
 
     inner = embedder or MiniLMEmbedder()
     cached = CachedEmbedder(inner, out / "cache" / "embeddings.sqlite")
-    store = ChromaStore.persistent(out / "cache" / "store", cached)
-    return _Bench(store, options, counter or TiktokenCounter())
+    tokens = counter or TiktokenCounter()
+    suffix = "-llm" if options.llm_stages else ""
+    store = ChromaStore.persistent(out / "cache" / f"store{suffix}", cached)
+
+    def metered() -> MeteredLLM | None:
+        # each stage meters its own calls; all share one on-disk cache
+        if options.llm is None:
+            return None
+        return MeteredLLM(
+            options.llm,
+            model_name=options.model_name,
+            counter=tokens,
+            cache_path=out / "cache" / "llm.sqlite",
+        )
+
+    anchor_llm, frame_llm = (metered(), metered()) if options.llm_stages else (None, None)
+    return _Bench(
+        store,
+        options,
+        tokens,
+        LLMAnchorer(anchor_llm) if anchor_llm else RuleAnchorer(),
+        LLMFrameInducer(frame_llm) if frame_llm else None,
+        metered(),
+    )
 
 
 def _namespace(name: str) -> str:
@@ -319,6 +388,7 @@ def evaluate_locomo(
             if progress is not None:
                 progress(done, len(questions))
     summary = summarize_locomo(rows, options)
+    summary["llm_usage"] = bench.usage()
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
 
@@ -494,5 +564,6 @@ def evaluate_longmemeval(
             }
         entry["tokens"] = {str(k): _mean(r["tokens"][k] for r in mine) for k in options.ks}
         summary["runs"][run] = entry
+    summary["llm_usage"] = bench.usage()
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary

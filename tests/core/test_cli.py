@@ -67,3 +67,32 @@ def test_eval_smoke_run_writes_the_report(
     printed = capsys.readouterr().out
     assert "Evidence Recall@5" in printed
     assert {p.name for p in out.iterdir()} >= {"questions.jsonl", "summary.json", "report.md"}
+
+
+def test_llm_options_route_every_stage_through_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import re
+
+    from ramem_core import cli
+    from ramem_core.testing import FakeLLM
+
+    def reply(prompt: str) -> str:
+        if prompt.startswith("You turn a window"):
+            ids = re.findall(r"^(\S+) \| ", prompt, re.MULTILINE)
+            return json.dumps(
+                {"memories": [{"content": f"LLM memory of {i}", "source_ids": [i]} for i in ids]}
+            )
+        if prompt.startswith("You split a question"):
+            return json.dumps({"need": "support group", "times": [], "participants": []})
+        return "7 May 2023"
+
+    monkeypatch.setattr(cli, "_llm", lambda spec: FakeLLM(reply))
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json"), "--llm", "fake:model"]) == 0
+    assert "'fallback_windows': 0" in capsys.readouterr().out
+    assert main([*db, "ask", "When did Caroline go to the support group?", "--llm", "fake:m"]) == 0
+    out = capsys.readouterr().out
+    assert "LLM memory of D1:1" in out
+    assert "answer: 7 May 2023" in out
