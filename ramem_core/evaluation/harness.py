@@ -541,6 +541,13 @@ def evaluate_longmemeval(
                     }
                     if options.llm is not None:
                         row["prediction"] = bench.answer(run, item["question"], evidence, at)
+                        row["judged_correct"] = metrics.judge(
+                            bench.answerer,
+                            str(item.get("question_type")),
+                            item["question"],
+                            str(item.get("answer")),
+                            row["prediction"],
+                        )
                     sink.write(json.dumps(row) + "\n")
                     rows.append(row)
             if progress is not None:
@@ -563,6 +570,13 @@ def evaluate_longmemeval(
                 for k in options.ks
             }
         entry["tokens"] = {str(k): _mean(r["tokens"][k] for r in mine) for k in options.ks}
+        if any("judged_correct" in r for r in mine):
+            types = sorted({str(r["question_type"]) for r in mine})
+            entry["qa_accuracy"] = {
+                t: _mean(float(r["judged_correct"]) for r in mine if r["question_type"] == t)
+                for t in types
+            }
+            entry["qa_accuracy"]["overall"] = _mean(float(r["judged_correct"]) for r in mine)
         summary["runs"][run] = entry
     summary["llm_usage"] = bench.usage()
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")

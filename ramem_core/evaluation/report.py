@@ -191,6 +191,20 @@ def write_report(summary: dict[str, Any], out: str | Path, command: str = "") ->
             parts.append("")
     else:
         parts += [f"Skipped: {summary['skipped']}", ""]
+        if any("qa_accuracy" in e for e in runs.values()):
+            types = sorted({t for e in runs.values() for t in e.get("qa_accuracy", {})})
+            parts += ["## QA accuracy (LLM judge)", ""]
+            parts.append(
+                _table(
+                    ["system", *types],
+                    [
+                        [run, *(_fmt(e["qa_accuracy"].get(t)) for t in types)]
+                        for run, e in runs.items()
+                        if "qa_accuracy" in e
+                    ],
+                )
+            )
+            parts.append("")
         for level in ("session", "turn"):
             parts += [f"## {level.capitalize()}-level retrieval", ""]
             header = ["system"] + [f"R_any@{k}" for k in summary["ks"]] + ["nDCG@10"]

@@ -166,3 +166,25 @@ def test_longmemeval_harness_uses_user_turns_and_question_date(tmp_path: Path) -
 def test_unknown_system_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown system or ablation: magic"):
         EvalOptions(systems=("magic",))
+
+
+def test_longmemeval_qa_is_judged_per_question_type(tmp_path: Path) -> None:
+    from ramem_core.testing import FakeLLM
+
+    def reply(prompt: str) -> str:
+        if prompt.startswith("I will give you a question"):
+            return "yes" if "Model Response: a new bike" in prompt else "no"
+        return "a new bike"
+
+    judge_and_answer = FakeLLM(reply)
+    summary = evaluate_longmemeval(
+        FIXTURES / "longmemeval_mini.json",
+        tmp_path,
+        EvalOptions(systems=("ramem",), ks=(1,), llm=judge_and_answer),
+        embedder=HashEmbedder(),
+        counter=WordCounter(),
+    )
+    assert summary["runs"]["ramem"]["qa_accuracy"] == {"temporal-reasoning": 1.0, "overall": 1.0}
+    judge_prompt = next(p for p in judge_and_answer.prompts if p.startswith("I will give"))
+    assert "off-by-one" in judge_prompt  # the temporal-reasoning judge
+    assert "## QA accuracy (LLM judge)" in write_report(summary, tmp_path).read_text()
