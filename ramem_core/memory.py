@@ -241,8 +241,9 @@ class RaMem:
             if units:
                 import numpy as np
 
-                self.store.upsert(namespace, units, np.concatenate(chunks))
-            self.retriever.invalidate(namespace)
+                vectors = np.concatenate(chunks)
+                self.store.upsert(namespace, units, vectors)
+                self.retriever.absorb(namespace, units, dict(zip(ids, vectors, strict=True)))
         return IngestReport(
             conversations=len(conversations),
             sessions=sum(len(c.sessions) for c in conversations),
@@ -310,18 +311,16 @@ class RaMem:
                     turn_index=live.turns - 1,
                 ),
             )
-            earlier = self.store.get(ns, where={"session_id": live.session_id})
-            self.store.upsert(ns, [unit], self.embedder.embed([unit.content]))
-            self.store.update_metadata(
-                ns,
-                [
-                    replace(u, context=replace(u.context, session_span=span))
-                    for u in earlier
-                    if u.context.conversation_id == conversation_id and u.id != unit.id
-                ],
-            )
+            earlier = [
+                replace(u, context=replace(u.context, session_span=span))
+                for u in self.store.get(ns, where={"session_id": live.session_id})
+                if u.context.conversation_id == conversation_id and u.id != unit.id
+            ]
+            vector = self.embedder.embed([unit.content])
+            self.store.upsert(ns, [unit], vector)
+            self.store.update_metadata(ns, earlier)
             self._live[(ns, conversation_id)] = live
-            self.retriever.invalidate(ns)
+            self.retriever.absorb(ns, [*earlier, unit], {unit.id: vector[0]})
             return unit
 
     def _live_session(self, namespace: str, conversation_id: str) -> _LiveSession | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -239,6 +239,40 @@ class Retriever:
                 self._snapshots.clear()
             else:
                 self._snapshots.pop(namespace, None)
+
+    def absorb(
+        self,
+        namespace: str,
+        units: Sequence[MemoryUnit],
+        vectors: Mapping[str, npt.NDArray[np.float32]] | None = None,
+    ) -> None:
+        """Fold memories this process just wrote into the cached snapshot.
+
+        Rebuilding from Chroma after every live turn would cost seconds at 10k memories; this
+        re-indexes BM25 in memory instead. ``vectors`` maps the ids of new (or re-embedded)
+        units to their vectors; units without one keep the vector the snapshot holds.
+        """
+        with self._lock:
+            cached = self._snapshots.get(namespace)
+        if cached is None or not units:
+            return  # nothing cached: the next snapshot() loads from Chroma anyway
+        checked, snap = cached
+        changed = {u.id: u for u in units}
+        fresh = dict(vectors or {})
+        keep = [i for i, u in enumerate(snap.units) if u.id not in changed]
+        if snap.vectors is None or any(
+            u.id not in fresh and u.id not in snap.position for u in changed.values()
+        ):
+            self.invalidate(namespace)
+            return
+        added = list(changed.values())
+        rows = [fresh[u.id] if u.id in fresh else snap.vectors[snap.position[u.id]] for u in added]
+        merged = Snapshot(
+            [snap.units[i] for i in keep] + added,
+            np.vstack([snap.vectors[keep], np.asarray(rows, dtype=np.float32)]),
+        )
+        with self._lock:
+            self._snapshots[namespace] = (checked, merged)
 
     def snapshot(self, namespace: str) -> Snapshot:
         """The namespace's snapshot, rebuilt from Chroma when it is stale."""

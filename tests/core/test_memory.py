@@ -238,3 +238,26 @@ def test_id_lookups_stay_under_sqlite_variable_limits(memory: RaMem) -> None:
     assert sorted(memory.store.existing_ids(memory.namespace, many)) == sorted(stored)
     assert len(memory.store.get(memory.namespace, ids=many)) == 6
     assert memory.delete(unit_ids=many) == 6
+
+
+def test_own_writes_update_the_snapshot_without_reloading(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory.add_conversation(two_trips())
+    memory.recall("sardines", k=1)  # builds the snapshot from Chroma once
+
+    def no_reload(namespace: str) -> None:
+        raise AssertionError("snapshot reloaded from Chroma")
+
+    t0 = datetime(2023, 9, 1, 9, 0)
+    monkeypatch.setattr(memory.store, "load", no_reload)
+    memory.add_turn("Ben", "I ate sardines again yesterday.", at=t0)
+    memory.add_turn("Ben", "And grilled ramen today.", at=t0 + timedelta(minutes=3))
+    query = "When did Ben eat sardines again?"
+    mine = memory.recall(query, k=8)
+    monkeypatch.undo()
+    fresh = RaMem(memory.store, counter=WordCounter()).recall(query, k=8)
+    assert [e.unit for e in mine] == [e.unit for e in fresh]
+    first_turn = next(e.unit for e in mine if e.unit.content.startswith("Ben: I ate sardines"))
+    assert first_turn.context.session_span is not None
+    assert first_turn.context.session_span.end == t0 + timedelta(minutes=3)  # grown in place
