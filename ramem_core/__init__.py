@@ -5,7 +5,8 @@ Four stages: episodic anchoring (:mod:`.anchoring`), recall-condition induction
 (:mod:`.synthesis`). :class:`RaMem` ties them together over a Chroma store.
 """
 
-from ramem_core.anchoring import RuleAnchorer
+from ramem_core.anchoring import AnchoringReport, LLMAnchorer, RuleAnchorer
+from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder
 from ramem_core.errors import (
     ConversationFormatError,
     InvalidInputError,
@@ -13,11 +14,12 @@ from ramem_core.errors import (
     RaMemError,
     StoreError,
 )
-from ramem_core.frames import RuleFrameInducer
+from ramem_core.frames import LLMFrameInducer, RuleFrameInducer
+from ramem_core.llm import LLMUsage, MeteredLLM
 from ramem_core.loaders import conversation_from_dict, load_conversations
 from ramem_core.memory import IngestReport, RaMem, default_path
 from ramem_core.protocols import LLM, Anchorer, Embedder, FrameContext, FrameInducer, TokenCounter
-from ramem_core.retrieval import RetrievalConfig, Retriever
+from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig, Retriever
 from ramem_core.store.chroma import ChromaStore
 from ramem_core.synthesis import Answer, ContextBlock
 from ramem_core.types import (
@@ -38,9 +40,12 @@ from ramem_core.types import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CONTENT_ONLY",
     "LLM",
     "Anchorer",
+    "AnchoringReport",
     "Answer",
+    "CachedEmbedder",
     "ChromaStore",
     "ContextBlock",
     "Conversation",
@@ -53,7 +58,12 @@ __all__ = [
     "Granularity",
     "IngestReport",
     "InvalidInputError",
+    "LLMAnchorer",
+    "LLMFrameInducer",
+    "LLMUsage",
     "MemoryUnit",
+    "MeteredLLM",
+    "MiniLMEmbedder",
     "ModelUnavailableError",
     "RaMem",
     "RaMemError",
