@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import resource
 import statistics
 import sys
@@ -41,6 +40,7 @@ from ramem_core import (  # noqa: E402
     Turn,
 )
 from ramem_core.embedding import MiniLMEmbedder  # noqa: E402
+from ramem_core.evaluation import metrics  # noqa: E402
 from ramem_core.loaders import load_conversations  # noqa: E402
 from ramem_core.retrieval import CONTENT_ONLY  # noqa: E402
 
@@ -205,16 +205,6 @@ def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> d
 # ------------------------------------------------------------------ LoCoMo Recall@10
 
 
-def evidence_ids(raw: Any) -> set[str]:
-    """LoCoMo evidence ids, parsed defensively ("D8:6; D9:17", "D:11:26", junk)."""
-    items = raw if isinstance(raw, list) else [raw]
-    found: set[str] = set()
-    for item in items:
-        for m in re.finditer(r"D:?(\d+):(\d+)", str(item)):
-            found.add(f"D{int(m.group(1))}:{int(m.group(2))}")
-    return found
-
-
 def bench_locomo(embedder: MiniLMEmbedder, k: int) -> dict[str, Any] | None:
     """Evidence Recall@k of RaMem and content-only on the same units (categories 1-4)."""
     if not LOCOMO.exists():
@@ -232,16 +222,13 @@ def bench_locomo(embedder: MiniLMEmbedder, k: int) -> dict[str, Any] | None:
             ramem.add_conversation(conversations[ns], namespace=ns)
             for qa in sample["qa"]:
                 category = qa.get("category")
-                gold = evidence_ids(qa.get("evidence", []))
+                gold = metrics.parse_evidence(qa.get("evidence", []))
                 if category not in names or not gold:
                     continue
                 for system, memory in (("ramem", ramem), ("content", content)):
-                    got = {
-                        sid
-                        for e in memory.recall(qa["question"], k=k, namespace=ns)
-                        for sid in e.unit.source_ids
-                    }
-                    share = len(gold & got) / len(gold)
+                    evidence = memory.recall(qa["question"], k=k, namespace=ns)
+                    got = [sid for e in evidence for sid in e.unit.source_ids]
+                    share = metrics.evidence_recall(gold, got)
                     scores[system].setdefault(names[category], []).append(share)
                     scores[system].setdefault("overall", []).append(share)
     return {

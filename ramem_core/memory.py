@@ -236,20 +236,20 @@ class RaMem:
             chunks.append(self.embedder.embed([u.content for u in batch]))
             if progress is not None:
                 progress(min(begin + _EMBED_CHUNK, len(units)), len(units))
+        new_units = 0
         with self._lock:
-            before = set(self.store.existing_ids(namespace, ids))
             if units:
                 import numpy as np
 
                 vectors = np.concatenate(chunks)
-                self.store.upsert(namespace, units, vectors)
+                new_units = self.store.upsert(namespace, units, vectors)
                 self.retriever.absorb(namespace, units, dict(zip(ids, vectors, strict=True)))
         return IngestReport(
             conversations=len(conversations),
             sessions=sum(len(c.sessions) for c in conversations),
             turns=sum(len(s.turns) for c in conversations for s in c.sessions),
             units=len(units),
-            new_units=len(units) - len(before),
+            new_units=new_units,
         )
 
     def add_turn(

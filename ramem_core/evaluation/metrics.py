@@ -208,20 +208,12 @@ def confusion(
     return d_at_1, first_evidence - best_distractor
 
 
-def judge(
-    llm: Any,
-    question_type: str,
-    question: str,
-    answer: str,
-    response: str,
-    abstention: bool = False,
-) -> bool:
+def judge(llm: Any, question_type: str, question: str, answer: str, response: str) -> bool:
     """LongMemEval's LLM judge: does ``response`` answer ``question`` correctly?"""
     from ramem_core.prompts.judge import JUDGE_PROMPTS, JUDGE_TEMPLATE
 
-    kind = "abstention" if abstention else question_type
     prompt = JUDGE_TEMPLATE.format(
-        instructions=JUDGE_PROMPTS.get(kind, JUDGE_PROMPTS["default"]),
+        instructions=JUDGE_PROMPTS.get(question_type, JUDGE_PROMPTS["default"]),
         question=question,
         answer=answer,
         response=response,

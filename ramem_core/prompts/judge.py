@@ -1,6 +1,7 @@
 """LongMemEval QA judge prompts, one per question type (after the benchmark's own judge).
 
-The judge answers "yes" or "no"; accuracy is the share of "yes".
+The judge answers "yes" or "no"; accuracy is the share of "yes". Abstention questions are
+skipped by the harness, so their judge prompt is not included.
 """
 
 JUDGE_PROMPT_VERSION = "judge-v1"
@@ -29,11 +30,6 @@ I will give you a question, a rubric for desired personalized response, and a re
 model. Please answer yes if the response satisfies the desired response. Otherwise, answer no.
 The model does not need to reflect all the points in the rubric. The response is correct as
 long as it recalls and utilizes the user's personal information correctly.""",
-    "abstention": """\
-I will give you an unanswerable question, an explanation, and a response from a model. Please
-answer yes if the model correctly identifies the question as unanswerable. The model could say
-that the information is incomplete, or some other information is given but the asked
-information is not.""",
 }
 
 JUDGE_TEMPLATE = """\

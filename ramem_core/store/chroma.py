@@ -187,17 +187,20 @@ class ChromaStore:
 
     def upsert(
         self, namespace: str, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]
-    ) -> None:
+    ) -> int:
         """Insert or replace ``units`` (with their ``vectors``); all or nothing per call.
 
         If a batch fails, the units this call added are deleted again, so a failed ingest leaves
         the namespace as it was except for replaced units that had identical ids.
+
+        Returns:
+            How many of ``units`` were not stored before.
         """
         if len(units) != len(vectors):
             msg = f"{len(units)} units but {len(vectors)} vectors"
             raise InvalidInputError(msg)
         if not units:
-            return
+            return 0
         collection = self.collection(namespace)
         ids = [u.id for u in units]
         existing = set(self.existing_ids(namespace, ids))
@@ -217,6 +220,7 @@ class ChromaStore:
                 collection.delete(ids=chunk)
             msg = f"writing {len(units)} memories to namespace {namespace!r} failed: {exc}"
             raise StoreError(msg) from exc
+        return len(set(ids) - existing)
 
     def update_metadata(self, namespace: str, units: Sequence[MemoryUnit]) -> None:
         """Rewrite the episodic metadata of stored ``units`` (content and vectors unchanged)."""
