@@ -43,6 +43,22 @@ _RELATION = re.compile(
     re.IGNORECASE,
 )
 _SECOND = timedelta(seconds=1)
+# the anchor phrase ends where the main clause resumes: "after the trip | did Ben ..."
+_CLAUSE = re.compile(
+    r"\s+(?:did|do|does|was|were|had|have|has|is|are|will|would|when|that|and)\b.*$",
+    re.IGNORECASE,
+)
+# "How many days before the meeting did I ...", "how long after ...", "how many weeks had passed
+# since ...": the question asks for a distance between two events, so both are evidence and
+# the relation must not filter one of them out.
+_DISTANCE = re.compile(
+    r"\bhow\s+(?:many|much|long)\b|\b(?:days?|weeks?|months?|years?)\s+(?:had\s+)?passed\b",
+    re.IGNORECASE,
+)
+
+
+def _anchor_phrase(m: re.Match[str]) -> str:
+    return _CLAUSE.sub("", m.group("anchor").strip()) or m.group("anchor").strip()
 
 
 def _offset_span(anchor: TimeSpan, amount: int, unit: str, relation: Relation) -> TimeSpan:
@@ -74,13 +90,25 @@ def relation_window(
 
 
 def _with_year(span: TimeSpan, year: int) -> TimeSpan | None:
-    """The same month (or day) of a yearless expression in another ``year``."""
+    """A yearless span ("in May", "in the summer", "between May and July") moved to start in
+    ``year``."""
+    shift = year - span.start.year
     if span.granularity is Granularity.MONTH:
-        return month_span(year, span.start.month)
+        first = month_span(year, span.start.month)
+        end_year, end_month = shift_months(first.start, _months_between(span.start, span.end))
+        return TimeSpan(first.start, month_span(end_year, end_month).end, Granularity.MONTH)
     try:
-        return day_span(span.start.replace(year=year))
+        return TimeSpan(
+            span.start.replace(year=span.start.year + shift),
+            span.end.replace(year=span.end.year + shift),
+            span.granularity,
+        )
     except ValueError:  # 29 February in a common year
         return None
+
+
+def _months_between(start: datetime, end: datetime) -> int:
+    return (end.year - start.year) * 12 + end.month - start.month
 
 
 class RuleFrameInducer:
@@ -93,12 +121,26 @@ class RuleFrameInducer:
         removed: list[tuple[int, int]] = []
 
         relation = _RELATION.search(query)
-        if relation is not None:
+        if relation is not None and _DISTANCE.search(query):
+            relation_text = relation.group(0).strip()
+            times.append(
+                TimeConstraint(
+                    relation_text,
+                    None,
+                    False,
+                    _RELATION_WORDS[" ".join(relation.group("rel").lower().split())],
+                    _anchor_phrase(relation),
+                    "a distance between two events: both are evidence, neither is a filter",
+                )
+            )
+        elif relation is not None:
             constraint = self._relation(relation, context)
             if constraint is not None:
                 times.append(constraint)
                 if constraint.grounded:
-                    removed.append(relation.span())
+                    removed.append(
+                        (relation.start(), relation.start("anchor") + len(_anchor_phrase(relation)))
+                    )
 
         for start, end, text, resolved in resolve_all(query, context.now or datetime.min):
             if any(s <= start and end <= e for s, e in removed) or (
@@ -123,12 +165,15 @@ class RuleFrameInducer:
         if context.now is None or memory is None:
             return TimeConstraint(text, None, False, reason="the memory is empty: no 'now'")
         if yearless:
-            # "in May" with no year: grounded only if exactly one May lies in the memory's range
+            # "in May" with no year: the May that memory covers, grounded only if there is one
             candidates = [
                 s
-                for y in range(memory.start.year, memory.end.year + 1)
+                for y in range(memory.start.year - 1, memory.end.year + 1)
                 if (s := _with_year(span, y)) is not None and s.overlaps(memory)
             ]
+            covered = [s for s in candidates if context.covers(s)]
+            if covered:
+                candidates = covered
             past = [s for s in candidates if s.start <= context.now]
             if len(past) == 1:  # a question about memory asks about the past first
                 candidates = past
@@ -142,19 +187,22 @@ class RuleFrameInducer:
 
     def _relation(self, m: re.Match[str], context: FrameContext) -> TimeConstraint | None:
         relation = _RELATION_WORDS[" ".join(m.group("rel").lower().split())]
-        anchor_text = m.group("anchor").strip()
+        anchor_text = _anchor_phrase(m)
         memory = context.memory_range
         text = m.group(0).strip()
         if context.now is None or memory is None:
             return TimeConstraint(text, None, False, relation, anchor_text, "the memory is empty")
         # the anchor is a time ("after May 2023") or an event found in memory ("after the trip")
         inner = resolve_all(anchor_text, context.now)
+        anchor_id = None
         if inner and inner[0][0] == 0:
             grounded = self._ground(inner[0][2], inner[0][3].span, inner[0][3].yearless, context)
             anchor = grounded.window if grounded.grounded else None
             source = "time"
         else:
-            anchor = context.locate(anchor_text)
+            unit = context.locate(anchor_text)
+            anchor = None if unit is None else unit.context.event_time or unit.context.session_span
+            anchor_id = None if unit is None else unit.id
             source = "event found in memory"
         if anchor is None:
             reason = f"anchor {anchor_text!r} not found unambiguously in memory"
@@ -173,7 +221,7 @@ class RuleFrameInducer:
                 text, window, False, relation, anchor_text, "outside the conversation's dates"
             )
         return TimeConstraint(
-            text, window, True, relation, anchor_text, f"{relation.value} {source}"
+            text, window, True, relation, anchor_text, f"{relation.value} {source}", anchor_id
         )
 
 

@@ -412,6 +412,7 @@ class RaMem:
             # a person who speaks in every session cannot tell one episode from another
             participants=tuple(n for n in snap.names if n not in snap.ubiquitous),
             locate=lambda phrase: self.retriever.locate(ns, phrase),
+            covers=snap.covers,
         )
         return self.inducer.induce(query, context)
 

@@ -50,13 +50,17 @@ class FrameContext:
         memory_range: earliest to latest time the memory knows about (sessions and events);
             ``None`` for an empty memory.
         participants: names known to the memory (speakers and named participants).
-        locate: finds when an anchor event ("the trip") happened, or ``None`` when unsure.
+        locate: finds the memory that names an anchor event ("the trip"), or ``None`` when
+            unsure; its event time (else its session span) anchors the relation.
+        covers: True when some memory was said or happened within a span (so "in August"
+            means the August memory actually covers).
     """
 
     now: datetime | None
     memory_range: TimeSpan | None
     participants: tuple[str, ...] = ()
-    locate: Callable[[str], TimeSpan | None] = field(default=lambda _phrase: None)
+    locate: Callable[[str], MemoryUnit | None] = field(default=lambda _phrase: None)
+    covers: Callable[[TimeSpan], bool] = field(default=lambda _span: True)
 
 
 @runtime_checkable

@@ -1,20 +1,24 @@
 """Stage 3 of RaMem: validity-aware retrieval.
 
-Without a grounded frame: hybrid content retrieval (dense from Chroma + client-side BM25, fused
-by reciprocal rank). With one: the context-consistent candidates come first (Chroma ``where``
-filters on the episodic metadata, and the same conditions as a mask over BM25, ranked by content
-relevance inside the filter), then the content candidates, de-duplicated. Nothing relevant is
-dropped: content candidates always fill the list after the valid ones.
+Content ranking (always): a dense and a lexical ranking over the memories' *episodic keys*
+(:mod:`ramem_core.store.index`: neighbour turns, session date and the session's own rank
+reinstate the episode where memories are found), fused by reciprocal rank.
+
+The recall frame only ever adds: when it is grounded, the memories that satisfy it (Chroma
+``where`` filters on the episodic metadata, evaluated as the same mask over the snapshot) move
+ahead *inside a relevant pool*, the top ``validity_pool`` of the content ranking. Relevant
+memories outside the frame keep their order after them, so a wide or wrong window can reorder
+the pool but never push a relevant memory out of it, and nothing is dropped.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +26,7 @@ import numpy.typing as npt
 from ramem_core.errors import InvalidInputError
 from ramem_core.protocols import Embedder
 from ramem_core.store.chroma import ChromaStore
+from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys, Scores, ranks
 from ramem_core.store.snapshot import Mask, Snapshot
 from ramem_core.temporal import describe
 from ramem_core.types import (
@@ -38,46 +43,41 @@ class RetrievalConfig:
     """Switches of the retrieval stage (the evaluation's ablations are settings of this).
 
     Attributes:
-        candidates: candidates taken from each list (dense, BM25) before fusion.
+        keys: the episodic keys memories are found by (:data:`CONTENT_KEYS` for none).
         rrf_k: the reciprocal-rank-fusion constant.
+        depth: rows ranked exactly in each list; the rest share the tail rank.
         dense: use dense (embedding) retrieval.
-        lexical: use BM25.
-        context_ranking: put context-consistent candidates first when the frame is grounded.
+        lexical: use BM25 (and the session documents).
+        context_ranking: move frame-consistent memories ahead inside the relevant pool.
         session_context: let a memory's session span stand in for an unknown event time.
-        context_share: share of the K slots the context-consistent candidates may take first.
+        validity_pool: how many of the content ranking's best memories form the relevant
+            pool in which frame-consistent ones move ahead. Chosen on LongMemEval_S dev30 and
+            LoCoMo dev conv-26/30/41 (see the reports); within 0.01 R@10 for 20-50.
+        window_padding: a frame's time windows are widened by this much on each side
+            (LongMemEval's reference implementation pads by two days).
         anchor_min_similarity: cosine needed to accept a memory as a relation's anchor event.
-        contextual_dense: where dense ranking inside a frame's filter runs: ``"snapshot"``
-            (exact dot products over the filtered vectors, fast) or ``"chroma"`` (a Chroma
-            query with the ``where`` filter; local Chroma scans metadata, which is slow at
-            scale). Both select the same memories.
-        exact_limit: with ``"snapshot"``, filters selecting at most this many memories are
-            ranked exactly; wider ones keep the filter's members among the ``8 * candidates``
-            nearest memories of the whole namespace.
-        episode_weight: episodic reinstatement: each candidate's score gains this share of
-            the summed scores of the ``episode_depth`` best candidates of its session, so
-            memories of the episode that matches the question as a whole rank above a lone
-            look-alike from another episode (0 turns it off; needs ``session_context``).
     """
 
-    candidates: int = 50
+    keys: EpisodicKeys = field(default_factory=EpisodicKeys)
     rrf_k: int = 60
+    depth: int = 1000
     dense: bool = True
     lexical: bool = True
     context_ranking: bool = True
     session_context: bool = True
-    context_share: float = 1.0
+    validity_pool: int = 30
+    window_padding: timedelta = timedelta(days=2)
     anchor_min_similarity: float = 0.35
-    contextual_dense: Literal["snapshot", "chroma"] = "snapshot"
-    exact_limit: int = 20_000
-    episode_weight: float = 0.75
-    episode_depth: int = 2
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
             msg = "retrieval needs dense or lexical retrieval switched on"
             raise InvalidInputError(msg)
-        if not 0.0 <= self.context_share <= 1.0:
-            msg = f"context_share must be within [0, 1], got {self.context_share}"
+        if self.validity_pool < 1 or self.depth < 1 or self.rrf_k < 0:
+            msg = f"validity_pool and depth must be positive, rrf_k non-negative: {self}"
+            raise InvalidInputError(msg)
+        if self.window_padding < timedelta(0):
+            msg = f"window_padding must not be negative, got {self.window_padding}"
             raise InvalidInputError(msg)
 
 
@@ -94,9 +94,21 @@ class Conditions:
     session_context: bool = True
 
     @classmethod
-    def of(cls, frame: RecallFrame, session_context: bool = True) -> Conditions:
-        """The conditions of ``frame``'s grounded constraints."""
-        windows = tuple((t.text, t.window) for t in frame.grounded_times if t.window is not None)
+    def of(
+        cls,
+        frame: RecallFrame,
+        session_context: bool = True,
+        padding: timedelta = timedelta(0),
+    ) -> Conditions:
+        """The conditions of ``frame``'s grounded constraints, windows widened by ``padding``."""
+        windows = tuple(
+            (
+                t.text,
+                TimeSpan(t.window.start - padding, t.window.end + padding, t.window.granularity),
+            )
+            for t in frame.grounded_times
+            if t.window is not None
+        )
         return cls(windows, frame.participants, session_context)
 
     def __bool__(self) -> bool:
@@ -174,37 +186,31 @@ class Conditions:
         return tuple(met)
 
 
-CONTENT_ONLY = RetrievalConfig(context_ranking=False, episode_weight=0.0)
-"""Content-only retrieval (dense + BM25, no episodic context): the baseline RaMem improves on."""
+CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False)
+"""Content-only retrieval (dense + BM25 on each memory's own content, no episodic context):
+the baseline RaMem improves on."""
 
 
 def _any(options: list[dict[str, Any]]) -> dict[str, Any]:
     return options[0] if len(options) == 1 else {"$or": options}
 
 
-@dataclass(slots=True)
-class _Candidate:
-    position: int
-    dense: float | None = None
-    lexical: float | None = None
-    score: float = 0.0
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Every memory's fused content score, and the parts it was fused from."""
 
+    fused: Scores
+    dense: Scores | None
+    lexical: Scores | None
 
-def fuse(
-    dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, float]], rrf_k: int
-) -> list[_Candidate]:
-    """Reciprocal-rank fusion of a dense and a lexical list of (position, score) pairs."""
-    merged: dict[int, _Candidate] = {}
-    for rank, (position, score) in enumerate(dense):
-        cand = merged.setdefault(position, _Candidate(position))
-        cand.dense = score
-        cand.score += 1.0 / (rrf_k + rank + 1)
-    for rank, (position, score) in enumerate(lexical):
-        cand = merged.setdefault(position, _Candidate(position))
-        cand.lexical = score
-        cand.score += 1.0 / (rrf_k + rank + 1)
-    # stable sort: ties keep the dense list's order
-    return sorted(merged.values(), key=lambda c: -c.score)
+    def top(self, n: int) -> list[int]:
+        """Rows of the ``n`` best memories with a finite score, best first."""
+        rows = np.flatnonzero(np.isfinite(self.fused))
+        n = min(n, len(rows))
+        if n <= 0:
+            return []
+        best = rows[np.argpartition(-self.fused[rows], n - 1)[:n]]
+        return [int(r) for r in best[np.argsort(-self.fused[best], kind="stable")]]
 
 
 class Retriever:
@@ -249,7 +255,7 @@ class Retriever:
         """Fold memories this process just wrote into the cached snapshot.
 
         Rebuilding from Chroma after every live turn would cost seconds at 10k memories; this
-        re-indexes BM25 in memory instead. ``vectors`` maps the ids of new (or re-embedded)
+        rebuilds the in-memory index instead. ``vectors`` maps the ids of new (or re-embedded)
         units to their vectors; units without one keep the vector the snapshot holds.
         """
         with self._lock:
@@ -270,6 +276,7 @@ class Retriever:
         merged = Snapshot(
             [snap.units[i] for i in keep] + added,
             np.vstack([snap.vectors[keep], np.asarray(rows, dtype=np.float32)]),
+            self.config.keys,
         )
         with self._lock:
             self._snapshots[namespace] = (checked, merged)
@@ -287,7 +294,7 @@ class Retriever:
                         self._snapshots[namespace] = (now, snap)
                 return snap
         units, vectors = self.store.load(namespace)
-        snap = Snapshot(units, vectors)
+        snap = Snapshot(units, vectors, self.config.keys)
         with self._lock:
             self._snapshots[namespace] = (now, snap)
         return snap
@@ -301,148 +308,90 @@ class Retriever:
         end = self.snapshot(namespace).last_session_end
         return TimeSpan.instant(end) if end is not None else None
 
-    # ------------------------------------------------------------------ candidate lists
+    # ------------------------------------------------------------------ content ranking
 
-    def _dense(
-        self,
-        namespace: str,
-        snap: Snapshot,
-        vector: npt.NDArray[np.float32],
-        n: int,
-        nearest: Sequence[tuple[str, float]],
-        conditions: Conditions | None,
-        mask: Mask | None,
-    ) -> list[tuple[int, float]]:
-        if conditions is None or mask is None:
-            return [(snap.position[i], s) for i, s in nearest[:n] if i in snap.position]
-        if self.config.contextual_dense == "chroma" or snap.vectors is None:
-            hits = self.store.query(namespace, vector, n, conditions.where())
-            return [(snap.position[i], s) for i, s in hits if i in snap.position]
-        rows = np.flatnonzero(mask)
-        if len(rows) <= self.config.exact_limit:
-            return snap.dense(vector, n, rows)  # exact inside a narrow filter
-        # a wide filter: the nearest memories overall, kept where the filter holds
-        kept = ((snap.position.get(i), s) for i, s in nearest)
-        return [(p, s) for p, s in kept if p is not None and mask[p]][:n]
+    def rank(
+        self, snap: Snapshot, text: str, vector: npt.NDArray[np.float32], mask: Mask | None = None
+    ) -> Ranking:
+        """Fused content ranking of every memory of ``snap`` (inside ``mask`` when given).
 
-    def candidates(
-        self,
-        namespace: str,
-        text: str,
-        vector: npt.NDArray[np.float32],
-        n: int,
-        conditions: Conditions | None = None,
-        nearest: Sequence[tuple[str, float]] | None = None,
-    ) -> list[tuple[MemoryUnit, _Candidate]]:
-        """Hybrid candidates for ``text``, inside ``conditions`` when given.
+        Reciprocal-rank fusion of the dense ranking (``cos(turn) + cos(window)``) and the
+        lexical ranking (BM25 of the episodic keys), plus each memory's share of its session's
+        lexical rank (see :class:`EpisodicKeys`).
+        """
+        cfg, index = self.config, snap.index
+        fused = np.zeros(len(snap), dtype=np.float32)
+        dense = lexical = None
+        if cfg.dense:
+            dense = index.dense_scores(vector)
+            fused += 1.0 / (cfg.rrf_k + 1 + ranks(dense, cfg.depth, mask, positive=False))
+        if cfg.lexical:
+            lexical = index.lexical_scores(text)
+            fused += 1.0 / (cfg.rrf_k + 1 + ranks(lexical, cfg.depth, mask))
+            fused += index.session_bonus(text, cfg.rrf_k)
+        if mask is not None:
+            fused[~mask] = -np.inf
+        return Ranking(fused, dense, lexical)
 
-        ``nearest`` are the namespace's nearest memories to ``vector`` (id, cosine), best
-        first, when the caller already has them (one HNSW query serves both lists).
+    def locate(self, namespace: str, phrase: str) -> MemoryUnit | None:
+        """The memory that names the event ``phrase`` ("the trip"), if it does so unambiguously.
+
+        Unambiguous means the best dense match is also among the best three lexical matches
+        and is similar enough.
         """
         snap = self.snapshot(namespace)
-        if not len(snap):
-            return []
-        mask = conditions.mask(snap) if conditions else None
-        if mask is not None and not mask.any():
-            return []
-        n = min(n, len(snap))
-        dense: list[tuple[int, float]] = []
-        lexical: list[tuple[int, float]] = []
-        if self.config.dense:
-            if nearest is None:
-                nearest = self.store.query(namespace, vector, self._pool(n, snap))
-            dense = self._dense(namespace, snap, vector, n, nearest, conditions, mask)
-        if self.config.lexical:
-            lexical = snap.lexical(text, n, mask)
-        fused = [(snap.units[c.position], c) for c in fuse(dense, lexical, self.config.rrf_k)]
-        return self._reinstate(fused)
-
-    def _reinstate(
-        self, candidates: list[tuple[MemoryUnit, _Candidate]]
-    ) -> list[tuple[MemoryUnit, _Candidate]]:
-        """Re-rank candidates by their episode's support (see ``episode_weight``)."""
-        weight = self.config.episode_weight
-        if weight <= 0.0 or not self.config.session_context or not candidates:
-            return candidates
-        support: dict[tuple[str, str], list[float]] = {}
-        for unit, cand in candidates:
-            key = (unit.context.conversation_id, unit.context.session_id)
-            support.setdefault(key, []).append(cand.score)
-        episode = {
-            key: sum(sorted(scores, reverse=True)[: self.config.episode_depth])
-            for key, scores in support.items()
-        }
-        for unit, cand in candidates:
-            cand.score += weight * episode[(unit.context.conversation_id, unit.context.session_id)]
-        return sorted(candidates, key=lambda pair: -pair[1].score)
-
-    def _pool(self, n: int, snap: Snapshot) -> int:
-        """How many nearest memories one HNSW query fetches: enough for a wide filter too."""
-        return min(len(snap), 8 * n)
-
-    def locate(self, namespace: str, phrase: str) -> TimeSpan | None:
-        """When the event ``phrase`` ("the trip") happened, if memory names it unambiguously.
-
-        Unambiguous means the best dense match is also among the best three BM25 matches and is
-        similar enough; its event time (else its session span) is the answer.
-        """
-        snap = self.snapshot(namespace)
-        if not len(snap):
+        if not len(snap) or snap.vectors is None:
             return None
         vector = self.embedder.embed([phrase])[0]
-        nearest = self.store.query(namespace, vector, 1)
-        dense = self._dense(namespace, snap, vector, 1, nearest, None, None)
-        if not dense or dense[0][1] < self.config.anchor_min_similarity:
+        cosines = snap.vectors @ vector
+        best = int(np.argmax(cosines))
+        if cosines[best] < self.config.anchor_min_similarity:
             return None
-        if dense[0][0] not in {position for position, _ in snap.lexical(phrase, 3)}:
+        lexical = snap.index.lexical_scores(phrase)
+        if lexical[best] <= 0 or best not in np.argsort(-lexical, kind="stable")[:3]:
             return None
-        best = snap.units[dense[0][0]]
-        return best.context.event_time or best.context.session_span
+        return snap.units[best]
 
     # ------------------------------------------------------------------ the final list
 
     def retrieve(self, namespace: str, frame: RecallFrame, k: int = 10) -> list[Evidence]:
-        """The top ``k`` evidence for ``frame``: valid memories first, relevant ones after."""
-        if k <= 0:
-            msg = f"k must be positive, got {k}"
+        """The top ``k`` evidence for ``frame``: valid memories first inside the relevant pool,
+        then the other relevant ones in content order."""
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            msg = f"k must be a positive integer, got {k!r}"
             raise InvalidInputError(msg)
-        n = max(self.config.candidates, k)
-        conditions = Conditions.of(frame, self.config.session_context)
-        use_context = bool(conditions) and self.config.context_ranking
-        # the need (time words and relation clause removed) drives ranking inside the filter
-        texts = [frame.query] + ([frame.need] if use_context and frame.need != frame.query else [])
-        vectors = self.embedder.embed(texts)
-        vector, need_vector = vectors[0], vectors[-1]
+        cfg = self.config
         snap = self.snapshot(namespace)
-        nearest = (
-            self.store.query(namespace, vector, self._pool(n, snap) if use_context else n)
-            if self.config.dense and len(snap)
-            else []
-        )
-        content = self.candidates(namespace, frame.query, vector, n, nearest=nearest)
-
-        chosen: list[tuple[MemoryUnit, _Candidate, bool]] = []
-        seen: set[str] = set()
-        if use_context:
-            valid = self.candidates(namespace, frame.need, need_vector, n, conditions, nearest)
-            for unit, cand in valid[: math.ceil(k * self.config.context_share)]:
-                chosen.append((unit, cand, True))
-                seen.add(unit.id)
-        for unit, cand in content:
-            if len(chosen) >= k:
-                break
-            if unit.id not in seen:
-                chosen.append((unit, cand, False))
-                seen.add(unit.id)
-        return [
-            Evidence(
-                unit=unit,
-                score=cand.score + (1.0 if contextual else 0.0),
-                rank=rank,
-                dense_score=cand.dense,
-                lexical_score=cand.lexical,
-                contextual=contextual,
-                satisfied=conditions.satisfied(unit),
+        if not len(snap):
+            return []
+        conditions = Conditions.of(frame, cfg.session_context, cfg.window_padding)
+        vector = self.embedder.embed([frame.query])[0]
+        ranking = self.rank(snap, frame.query, vector)
+        order = ranking.top(max(k, cfg.validity_pool))
+        valid: list[int] = []
+        if conditions and cfg.context_ranking:
+            mask = conditions.mask(snap)
+            valid = [row for row in order[: cfg.validity_pool] if mask[row]]
+        first = set(valid)
+        chosen = [(row, True) for row in valid]
+        chosen += [(row, False) for row in order if row not in first]
+        evidence = []
+        for rank, (row, contextual) in enumerate(chosen[:k], start=1):
+            unit = snap.units[row]
+            lexical = float(ranking.lexical[row]) if ranking.lexical is not None else 0.0
+            evidence.append(
+                Evidence(
+                    unit=unit,
+                    score=float(ranking.fused[row]) + (1.0 if contextual else 0.0),
+                    rank=rank,
+                    dense_score=(
+                        float(snap.vectors[row] @ vector)
+                        if cfg.dense and snap.vectors is not None
+                        else None
+                    ),
+                    lexical_score=lexical if lexical > 0 else None,
+                    contextual=contextual,
+                    satisfied=conditions.satisfied(unit),
+                )
             )
-            for rank, (unit, cand, contextual) in enumerate(chosen[:k], start=1)
-        ]
+        return evidence

@@ -269,6 +269,83 @@ def _year(m: re.Match[str], ref: datetime) -> Resolved | None:
     return Resolved(year_span(year))
 
 
+_SEASONS = {
+    "spring": (3, 5),
+    "summer": (6, 8),
+    "fall": (9, 11),
+    "autumn": (9, 11),
+    "winter": (12, 2),
+}
+_SEASON_RE = r"(?:spring|summer|fall|autumn|winter)"
+
+
+def season_span(year: int, season: str) -> TimeSpan:
+    """A meteorological season (northern hemisphere); winter ``year`` runs from December of
+    ``year`` to February of the next year."""
+    first, last = _SEASONS[season]
+    end_year = year + 1 if last < first else year
+    return TimeSpan(
+        month_span(year, first).start, month_span(end_year, last).end, Granularity.MONTH
+    )
+
+
+def _season(m: re.Match[str], ref: datetime) -> Resolved | None:
+    season = m.group("season").lower()
+    which = " ".join((m.groupdict().get("which") or "").lower().split())
+    if m.group("year"):
+        return Resolved(season_span(int(m.group("year")), season))
+    this = season_span(ref.year - (1 if season == "winter" and ref.month <= 2 else 0), season)
+    if which in ("last", "this past", "past"):
+        while this.end >= day_span(ref).start:  # the latest one that is over
+            this = season_span(this.start.year - 1, season)
+        return Resolved(this)
+    if which == "next":
+        while this.start <= ref:
+            this = season_span(this.start.year + 1, season)
+        return Resolved(this)
+    if which == "this":
+        return Resolved(this)
+    # "in the summer" with no year: the nearest one; stage 2 picks the one memory covers
+    nearest = min(
+        (season_span(this.start.year + d, season) for d in (-1, 0, 1)),
+        key=lambda s: abs((s.start + (s.end - s.start) / 2 - ref).total_seconds()),
+    )
+    return Resolved(nearest, yearless=True)
+
+
+def _month_range(m: re.Match[str], ref: datetime) -> Resolved | None:
+    first, last = MONTHS[m.group("first").lower()], MONTHS[m.group("last").lower()]
+    if m.group("year"):
+        year = int(m.group("year"))
+        start_year = year - 1 if last < first else year
+        return Resolved(
+            TimeSpan(
+                month_span(start_year, first).start, month_span(year, last).end, Granularity.MONTH
+            )
+        )
+    year = _nearest_year(ref, first)
+    end_year = year + 1 if last < first else year
+    span = TimeSpan(
+        month_span(year, first).start, month_span(end_year, last).end, Granularity.MONTH
+    )
+    return Resolved(span, yearless=True)
+
+
+_THIRDS = {"early": (1, 4), "mid": (5, 8), "late": (9, 12)}
+
+
+def _part_of_year(m: re.Match[str], ref: datetime) -> Resolved | None:
+    first, last = _THIRDS[m.group("part").lower()]
+    year = int(m.group("year"))
+    return Resolved(
+        TimeSpan(month_span(year, first).start, month_span(year, last).end, Granularity.MONTH)
+    )
+
+
+def _weekend_before_last(m: re.Match[str], ref: datetime) -> Resolved | None:
+    return Resolved(_weekend_of(_last_weekend(ref).start - timedelta(weeks=1)))
+
+
 def _fixed_day(offset: int) -> _Resolver:
     def resolve(m: re.Match[str], ref: datetime) -> Resolved | None:
         return Resolved(day_span(ref + timedelta(days=offset)))
@@ -288,6 +365,19 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver]] = [
     (re.compile(p, re.IGNORECASE), r)
     for p, r in [
         (r"\b(\d{4})-(\d{2})-(\d{2})\b", _iso_date),
+        (
+            rf"\bbetween\s+(?P<first>{_MONTH_RE})\s+and\s+(?P<last>{_MONTH_RE})\b"
+            rf"(?:,?\s+(?:of\s+)?(?P<year>{_YEAR_RE})\b)?",
+            _month_range,
+        ),
+        (rf"\b(?P<part>early|mid|late)[-\s]+(?P<year>{_YEAR_RE})\b", _part_of_year),
+        (
+            rf"\b(?:(?P<which>last|this past|past|next|this)\s+|(?:in|during|over)\s+the\s+)"
+            rf"(?P<season>{_SEASON_RE})\b(?:\s+(?:of\s+)?(?P<year>{_YEAR_RE})\b)?",
+            _season,
+        ),
+        (rf"\b(?P<season>{_SEASON_RE})\s+(?:of\s+)?(?P<year>{_YEAR_RE})\b", _season),
+        (r"\bthe weekend before last\b", _weekend_before_last),
         (rf"\b(?:{_DAY_DATE}|{_MONTH_DATE})(?!\d)", _full_date),
         (rf"\b(?P<month>{_MONTH_RE})\.?,?\s+(?:of\s+)?(?P<year>{_YEAR_RE})\b", _month_year),
         (r"\bthe day before yesterday\b", _fixed_day(-2)),

@@ -179,6 +179,7 @@ class TimeConstraint:
         relation: set when the constraint is relative to an anchor event.
         anchor: the anchor phrase ("the trip") for relations.
         reason: why it is (not) grounded, for people reading the frame.
+        anchor_id: the id of the memory that located the anchor event, if one did.
     """
 
     text: str
@@ -187,6 +188,7 @@ class TimeConstraint:
     relation: Relation | None = None
     anchor: str | None = None
     reason: str = ""
+    anchor_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,33 +4,27 @@ Chroma stays the single source of truth; the snapshot is a cache rebuilt from it
 namespace changed, so it survives restarts and never disagrees with the store for long. It holds
 what recall needs on its hot path:
 
-- client-side BM25 (bm25s): Chroma's hybrid ``Search`` API is not implemented for local Chroma;
+- the episodic index (:mod:`.index`): lexical keys with the episode reinstated, session
+  documents and dense window keys; BM25 runs client-side since Chroma's hybrid ``Search`` API
+  is not implemented for local Chroma;
 - the episodic fields as arrays, so a recall frame selects the same memories as a Chroma
   ``where`` filter, as a boolean mask, in microseconds;
-- the vectors, so dense ranking *inside* a frame's mask is an exact dot product. (Local Chroma
-  evaluates metadata filters by scanning: 30-90 ms at 10k memories, growing linearly.)
+- the vectors, so dense ranking is an exact dot product over every memory, inside a frame's
+  mask too. (Local Chroma evaluates metadata filters by scanning: 30-90 ms at 10k memories.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.store.index import EpisodicIndex, EpisodicKeys
 from ramem_core.types import Granularity, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
 Mask = npt.NDArray[np.bool_]
-
-
-def _stemmer() -> Any:
-    try:
-        import Stemmer
-    except ImportError:  # PyStemmer is a dependency; stay usable without it
-        return None
-    return Stemmer.Stemmer("english")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,29 +45,21 @@ def _spans(units: Sequence[MemoryUnit], session: bool) -> SpanArrays:
     )
 
 
-def top_k(scores: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-    """Positions and scores of the ``k`` highest finite scores, best first."""
-    k = min(k, int(np.isfinite(scores).sum()))
-    if k <= 0:
-        return []
-    top = np.argpartition(-scores, k - 1)[:k]
-    top = top[np.argsort(-scores[top], kind="stable")]
-    return [(int(i), float(scores[i])) for i in top]
-
-
 class Snapshot:
-    """Units, vectors, episodic arrays and a BM25 index of one namespace.
+    """Units, vectors, episodic arrays and the episodic index of one namespace.
 
     Args:
         units: the namespace's memories (their order is the snapshot's order).
-        vectors: one unit vector per memory, or ``None`` to skip in-mask dense search.
+        vectors: one unit vector per memory, or ``None`` for no dense search.
+        keys: the episodic keys the index builds (see :class:`EpisodicKeys`).
     """
 
     def __init__(
-        self, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32] | None = None
+        self,
+        units: Sequence[MemoryUnit],
+        vectors: npt.NDArray[np.float32] | None = None,
+        keys: EpisodicKeys | None = None,
     ) -> None:
-        import bm25s
-
         self.units = list(units)
         self.vectors = vectors
         self.position = {u.id: i for i, u in enumerate(self.units)}
@@ -92,14 +78,7 @@ class Snapshot:
             if self.session.known.any()
             else None
         )
-        self._stemmer = _stemmer()
-        self._bm25: bm25s.BM25 | None = None
-        if self.units:
-            tokens = bm25s.tokenize(
-                [u.content for u in self.units], stemmer=self._stemmer, show_progress=False
-            )
-            self._bm25 = bm25s.BM25()
-            self._bm25.index(tokens, show_progress=False)
+        self.index = EpisodicIndex(self.units, vectors, keys)
 
     def __len__(self) -> int:
         return len(self.units)
@@ -133,30 +112,10 @@ class Snapshot:
             mask[rows] = True
         return mask
 
-    def lexical(self, query: str, k: int, mask: Mask | None = None) -> list[tuple[int, float]]:
-        """Top ``k`` (position, BM25 score) pairs scoring above 0, inside ``mask`` if given."""
-        import bm25s
-
-        if self._bm25 is None or k <= 0:
-            return []
-        tokens = bm25s.tokenize(
-            [query], stemmer=self._stemmer, show_progress=False, allow_empty=True
-        )
-        vocab = {index: token for token, index in tokens.vocab.items()}
-        words = [vocab[i] for i in tokens.ids[0]] if tokens.ids else []
-        if not words:
-            return []
-        scores = np.asarray(self._bm25.get_scores(words), dtype=np.float32)
-        rows = np.flatnonzero(scores > 0.0)  # usually a small share of the corpus
-        if mask is not None:
-            rows = rows[mask[rows]]
-        return [(int(rows[i]), s) for i, s in top_k(scores[rows], k)]
-
-    def dense(
-        self, vector: npt.NDArray[np.float32], k: int, rows: npt.NDArray[np.int64]
-    ) -> list[tuple[int, float]]:
-        """Exact top ``k`` (position, cosine) pairs among the memories at ``rows``."""
-        if self.vectors is None or k <= 0 or not len(rows):
-            return []
-        scores = self.vectors[rows] @ vector
-        return [(int(rows[i]), s) for i, s in top_k(scores, k)]
+    def covers(self, span: TimeSpan) -> bool:
+        """True when some memory was said or happened within ``span``."""
+        start, end = to_epoch(span.start), to_epoch(span.end)
+        ses, ev = self.session, self.event
+        said = ses.known & (ses.start <= end) & (ses.end >= start)
+        happened = ev.known & (ev.start <= end) & (ev.end >= start)
+        return bool(said.any() or happened.any())

@@ -6,15 +6,24 @@ from datetime import datetime
 
 import pytest
 
-from ramem_core import FrameContext, Granularity, Relation, RuleFrameInducer, TimeSpan
+from ramem_core import (
+    EpisodicContext,
+    FrameContext,
+    Granularity,
+    MemoryUnit,
+    Relation,
+    RuleFrameInducer,
+    TimeSpan,
+)
 
 NOW = datetime(2023, 11, 20, 19, 15)  # end of the last session
 RANGE = TimeSpan(datetime(2023, 2, 10, 19, 5), NOW, Granularity.INSTANT)
 TRIP = TimeSpan(datetime(2023, 5, 14), datetime(2023, 5, 14, 23, 59, 59), Granularity.DAY)
+MARATHON = MemoryUnit("m1", "Ben: I ran the marathon!", EpisodicContext("S4", "c", TRIP))
 
 
-def locate(phrase: str) -> TimeSpan | None:
-    return TRIP if "marathon" in phrase else None
+def locate(phrase: str) -> MemoryUnit | None:
+    return MARATHON if "marathon" in phrase else None
 
 
 CTX = FrameContext(now=NOW, memory_range=RANGE, participants=("Alice", "Ben"), locate=locate)
@@ -113,7 +122,73 @@ def test_relation_to_an_event_found_in_memory() -> None:
     assert constraint.window is not None
     assert constraint.window.start > TRIP.end
     assert constraint.window.end == RANGE.end
+    assert constraint.anchor_id == "m1"  # which memory located the anchor, for evaluation
     assert frame.need == "What did the doctor say?"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "How many days before the marathon did I buy the shoes?",
+        "How long after the marathon did Ben see the doctor?",
+        "How many weeks had passed since the marathon when Alice moved?",
+    ],
+)
+def test_a_distance_question_is_not_a_filter(query: str) -> None:
+    # both events are evidence: filtering to one side of the anchor would drop the other
+    frame = induce(query)
+    assert not frame.grounded_times
+    [constraint] = frame.times
+    assert constraint.anchor == "the marathon"
+    assert "distance" in constraint.reason
+    assert frame.need == query
+
+
+def _covering(*months: int) -> FrameContext:
+    wide = TimeSpan(datetime(2021, 1, 1), NOW, Granularity.INSTANT)
+    return FrameContext(
+        now=NOW,
+        memory_range=wide,
+        covers=lambda span: any(
+            span.overlaps(TimeSpan(datetime(y, m, 1), datetime(y, m, 28), Granularity.DAY))
+            for y, m in [divmod(x, 100) for x in months]
+        ),
+    )
+
+
+def test_a_yearless_month_means_the_one_memory_covers() -> None:
+    # three Augusts lie in range, but only August 2022 holds memories
+    [constraint] = induce("What did we do in August?", _covering(202208, 202302)).grounded_times
+    assert constraint.window is not None
+    assert constraint.window.start == datetime(2022, 8, 1)
+    # two covered Augusts: ambiguous, so not a filter
+    [unsure] = induce("What did we do in August?", _covering(202108, 202208)).times
+    assert not unsure.grounded
+    assert "ambiguous" in unsure.reason
+
+
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        ("What did Ben do in the summer?", "2023-06-01", "2023-08-31"),
+        ("What did Alice read between February and April?", "2023-02-01", "2023-04-30"),
+        ("What did Ben cook in early 2023?", "2023-01-01", "2023-04-30"),
+        ("Where did we go the weekend before last?", "2023-11-11", "2023-11-12"),
+        ("What happened last summer?", "2023-06-01", "2023-08-31"),
+    ],
+)
+def test_what_people_say_grounds(query: str, first: str, last: str) -> None:
+    [constraint] = induce(query).grounded_times
+    assert constraint.window is not None
+    assert constraint.window.start.date().isoformat() == first
+    assert constraint.window.end.date().isoformat() == last
+
+
+def test_relation_keeps_the_main_clause_in_the_need() -> None:
+    frame = induce("After the marathon did Ben see the doctor?")
+    [constraint] = frame.grounded_times
+    assert constraint.anchor == "the marathon"
+    assert frame.need == "did Ben see the doctor?"
 
 
 def test_relation_with_offset() -> None:

@@ -9,6 +9,7 @@ import pytest
 from ramem_core import ChromaStore, Conversation, RaMem, RecallFrame, RetrievalConfig, Session, Turn
 from ramem_core.errors import InvalidInputError
 from ramem_core.retrieval import CONTENT_ONLY, Conditions
+from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
 from ramem_core.testing import WordCounter
 from tests.conftest import two_trips
 
@@ -39,13 +40,13 @@ def test_ungrounded_frame_falls_back_to_content(memory: RaMem) -> None:
     frame = memory.frame(query)
     assert not frame.is_grounded
     assert not any(e.contextual for e in memory.recall(query, k=4))
-    # without episodic reinstatement, RaMem's list is exactly the content-only list
-    no_episodes = RaMem(memory.store, config=RetrievalConfig(episode_weight=0.0))
+    # without episodic keys, RaMem's list is exactly the content-only list
+    no_keys = RaMem(memory.store, config=RetrievalConfig(keys=CONTENT_KEYS))
     plain_ids = [e.unit.id for e in content_only(memory.store).recall(query, k=4)]
-    assert [e.unit.id for e in no_episodes.recall(query, k=4)] == plain_ids
+    assert [e.unit.id for e in no_keys.recall(query, k=4)] == plain_ids
 
 
-def test_episodic_reinstatement_prefers_the_supported_episode(memory: RaMem) -> None:
+def test_episodic_keys_prefer_the_supported_episode(memory: RaMem) -> None:
     # a lone look-alike in January against an episode in August that matches as a whole
     memory.add_conversation(
         Conversation(
@@ -79,8 +80,8 @@ def test_episodic_reinstatement_prefers_the_supported_episode(memory: RaMem) -> 
     assert {e.unit.id for e in plain} == {e.unit.id for e in episodic}  # nothing dropped
     scores = [e.score for e in episodic]
     assert scores == sorted(scores, reverse=True)
-    off = RaMem(memory.store, config=RetrievalConfig(session_context=False))
-    assert off.recall(query, k=1)[0].unit.source_ids == ("A:1",)  # needs session context
+    off = RaMem(memory.store, config=RetrievalConfig(keys=CONTENT_KEYS))
+    assert off.recall(query, k=1)[0].unit.source_ids == ("A:1",)  # needs the episodic keys
 
 
 def test_evidence_ranks_are_dense_and_sorted(memory: RaMem) -> None:
@@ -95,8 +96,9 @@ def test_k_is_honoured_and_validated(memory: RaMem) -> None:
     memory.add_conversation(two_trips())
     assert len(memory.recall("sardines", k=2)) == 2
     assert len(memory.recall("sardines", k=50)) == 6
-    with pytest.raises(InvalidInputError, match="k must be positive"):
-        memory.recall("sardines", k=0)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(InvalidInputError, match="k must be a positive integer"):
+            memory.recall("sardines", k=bad)  # type: ignore[arg-type]
 
 
 def test_recall_on_empty_namespace_returns_nothing(memory: RaMem) -> None:
@@ -172,15 +174,88 @@ def test_config_rejects_nonsense() -> None:
     with pytest.raises(InvalidInputError):
         RetrievalConfig(dense=False, lexical=False)
     with pytest.raises(InvalidInputError):
-        RetrievalConfig(context_share=1.5)
+        RetrievalConfig(validity_pool=0)
+    with pytest.raises(ValueError, match="non-negative"):
+        EpisodicKeys(session_weight=-1.0)
 
 
-def test_context_share_leaves_room_for_content(memory: RaMem) -> None:
-    memory.add_conversation(two_trips())
-    half = RaMem(memory.store, config=RetrievalConfig(context_share=0.5), counter=WordCounter())
-    evidence = half.recall("What did Alice say in August?", k=4)
-    assert sum(e.contextual for e in evidence) <= 2
-    assert len(evidence) == 4
+def _long_session(start: datetime, label: str, topic: str, n: int) -> Session:
+    turns = [Turn(f"{label}:1", "Ben", f"Let me tell you about {topic}.")]
+    turns += [
+        Turn(f"{label}:{i}", "Alice" if i % 2 else "Ben", f"Small talk number {i} about {topic}.")
+        for i in range(2, n + 1)
+    ]
+    return Session(label, tuple(turns), start)
+
+
+def test_valid_memories_move_ahead_only_inside_the_relevant_pool(store: ChromaStore) -> None:
+    # August holds 40 memories, none about the dentist; the dentist visit was in March
+    conversation = Conversation(
+        "c",
+        (
+            Session(
+                "M",
+                (Turn("M:1", "Ben", "The dentist filled two teeth and said to floss daily."),),
+                datetime(2023, 3, 3, 10, 0),
+            ),
+            _long_session(datetime(2023, 8, 1, 10, 0), "A1", "gardening", 20),
+            _long_session(datetime(2023, 8, 15, 10, 0), "A2", "painting", 20),
+        ),
+    )
+    memory = RaMem(store, config=RetrievalConfig(validity_pool=5), counter=WordCounter())
+    memory.add_conversation(conversation)
+    query = "What did the dentist say in August?"
+    assert memory.frame(query).grounded_times  # a grounded but wrong window
+    evidence = memory.recall(query, k=10)
+    # the relevant memory outside the window is not pushed out by 40 valid ones
+    assert "M:1" in {e.unit.source_ids[0] for e in evidence}
+    contextual = [e for e in evidence if e.contextual]
+    assert len(contextual) <= 5  # only valid memories of the relevant pool moved ahead
+    assert all(e.satisfied for e in contextual)
+    assert [e.rank for e in evidence] == list(range(1, 11))
+    scores = [e.score for e in evidence]
+    assert scores == sorted(scores, reverse=True)
+    # with a pool of one, at most one memory is moved
+    narrow = RaMem(store, config=RetrievalConfig(validity_pool=1), counter=WordCounter())
+    assert sum(e.contextual for e in narrow.recall(query, k=10)) <= 1
+
+
+def test_a_neighbours_words_find_a_turn(memory: RaMem) -> None:
+    # "it" names nothing; the turn before it names the pottery class
+    memory.add_conversation(
+        Conversation(
+            "c",
+            (
+                Session(
+                    "P",
+                    (
+                        Turn("P:1", "Alice", "I signed up for a pottery class downtown."),
+                        Turn("P:2", "Ben", "Nice, how was the first evening?"),
+                        Turn("P:3", "Alice", "It was wonderful, I made a small bowl."),
+                    ),
+                    datetime(2023, 5, 2),
+                ),
+                Session(
+                    "Q",
+                    (
+                        Turn("Q:1", "Alice", "The weather was wonderful for a walk."),
+                        Turn("Q:2", "Ben", "I made soup yesterday evening."),
+                    ),
+                    datetime(2023, 6, 2),
+                ),
+            ),
+        )
+    )
+    query = "How was the pottery class downtown?"
+    episodic = RaMem(
+        memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=0.0, window=0))
+    )
+    plain = RaMem(memory.store, config=RetrievalConfig(keys=CONTENT_KEYS))
+    by_id = {u.id: u for u in memory.store.get(memory.namespace)}
+    p3 = next(i for i, u in by_id.items() if u.source_ids == ("P:3",))
+    lexical = {e.unit.id: e.lexical_score for e in episodic.recall(query, k=5)}
+    assert lexical[p3]  # the neighbour's "pottery class" is in P:3's lexical key
+    assert not {e.unit.id: e.lexical_score for e in plain.recall(query, k=5)}.get(p3)
 
 
 def test_frame_is_visible_to_users(memory: RaMem) -> None:

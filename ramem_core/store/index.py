@@ -1,0 +1,345 @@
+"""The episodic index: what is *searched* for a memory, beside what is *returned*.
+
+A memory unit is returned as its own lossless content with its coordinates (stage 1). It is
+*found* through richer keys that reinstate its episode (stage 1 -> stage 3):
+
+- a **lexical key**: its own words, plus the words of its neighbour turns in the same session
+  with decaying weights (``tf += 0.5 * tf(+-1) + 0.25 * tf(+-2)``), plus the session's date
+  (month and year words), so "the pottery class" finds the turn that only says "it was fun"
+  right after the turn that named the class;
+- a **session document**: one lexical document per session (every turn's words and the date);
+  a turn gains ``session_weight / (rrf_k + 1 + rank of its session)``, so the episode that
+  matches the question as a whole lifts all of its turns;
+- a **dense key**: its own vector plus the normalised sum of the vectors of its neighbourhood
+  window (the turns within ``window`` of it in the session). The dense score is
+  ``cos(turn, q) + cos(window, q) = (v + w) . q``, one matrix-vector product.
+
+:class:`EpisodicKeys` names and switches each part (for ablations); :data:`CONTENT_KEYS` turns
+them all off (the content-only baseline). :class:`LexicalIndex` is a BM25 over weighted term
+frequencies that supports appending and removing documents, so keys can be kept current as a
+live session grows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from ramem_core.types import MemoryUnit
+
+Scores = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodicKeys:
+    """How the episode is reinstated in the search keys of a memory.
+
+    Tuned on the LoCoMo dev split's choose part (conv-26/30/41) and checked on its report
+    part (conv-42/43); see ``benchmarks/results/locomo/report.md``.
+
+    Attributes:
+        neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
+            same session, added to a turn's own lexical key (``()`` turns it off). (0.5, 0.25)
+            was chosen on LoCoMo dev conv-26/30/41; R@10 was flat (within 0.005) for first
+            weights 0.4-0.6.
+        session_date: add the session's month and year words to the lexical keys.
+        session_weight: weight of the session-document rank in the fused score (0 turns it
+            off). Flat for 4-16 on LoCoMo dev conv-26/30/41.
+        window: turns on each side whose vectors form the dense window key (0 turns it off).
+    """
+
+    neighbours: tuple[float, ...] = (0.5, 0.25)
+    session_date: bool = True
+    session_weight: float = 4.0
+    window: int = 1
+
+    def __post_init__(self) -> None:
+        if any(w < 0 for w in self.neighbours) or self.session_weight < 0 or self.window < 0:
+            msg = f"episodic key weights must be non-negative: {self}"
+            raise ValueError(msg)
+
+
+CONTENT_KEYS = EpisodicKeys(neighbours=(), session_date=False, session_weight=0.0, window=0)
+"""Keys of the content-only baseline: a memory is found by its own words and vector alone."""
+
+
+# --------------------------------------------------------------------------- tokens
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+class Tokenizer:
+    """Lower-case words, bm25s's English stop words removed, Snowball English stems."""
+
+    def __init__(self) -> None:
+        import Stemmer
+
+        self._stem = Stemmer.Stemmer("english").stemWord
+        self._cache: dict[str, str] = {}
+        self._stop = _stopwords()
+
+    def __call__(self, text: str) -> list[str]:
+        """The stemmed terms of ``text`` in order."""
+        out = []
+        cache = self._cache
+        for word in _WORD.findall(text.lower()):
+            word = word.replace("'", "")  # "caroline's" -> "carolines" -> stem "carolin"
+            if word in self._stop:
+                continue
+            stem = cache.get(word)
+            if stem is None:
+                stem = cache[word] = self._stem(word)
+            out.append(stem)
+        return out
+
+
+def term_counts(terms: Iterable[str]) -> dict[str, float]:
+    """Term frequencies of a token list."""
+    counts: dict[str, float] = defaultdict(float)
+    for term in terms:
+        counts[term] += 1.0
+    return dict(counts)
+
+
+def _add(into: dict[str, float], counts: dict[str, float], weight: float) -> None:
+    for term, tf in counts.items():
+        into[term] = into.get(term, 0.0) + weight * tf
+
+
+# --------------------------------------------------------------------------- BM25
+
+
+class LexicalIndex:
+    """Okapi BM25 over weighted term frequencies, with appends and removals.
+
+    Documents get consecutive ids; removing one leaves a tombstone (its id is never reused),
+    and statistics (document frequencies, average length) always count live documents only.
+    Scores are computed at query time from postings, so an append costs the document's terms.
+
+    Args:
+        k1: term-frequency saturation.
+        b: length normalisation.
+    """
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self._docs: list[dict[str, float] | None] = []
+        self._lengths: list[float] = []
+        self._postings: dict[str, tuple[list[int], list[float]]] = {}
+        self._df: dict[str, int] = defaultdict(int)
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+        self._live = 0
+        self._total_length = 0.0
+        self._length_array: npt.NDArray[np.float32] | None = None
+
+    def __len__(self) -> int:
+        """Number of document ids handed out (live and removed)."""
+        return len(self._docs)
+
+    @property
+    def live(self) -> int:
+        """Number of live documents."""
+        return self._live
+
+    def add(self, counts: dict[str, float]) -> int:
+        """Append a document given as term -> weighted frequency; returns its id."""
+        doc = len(self._docs)
+        counts = {t: tf for t, tf in counts.items() if tf > 0}
+        self._docs.append(counts)
+        length = float(sum(counts.values()))
+        self._lengths.append(length)
+        self._total_length += length
+        self._live += 1
+        for term, tf in counts.items():
+            docs, tfs = self._postings.setdefault(term, ([], []))
+            docs.append(doc)
+            tfs.append(tf)
+            self._df[term] += 1
+            self._arrays.pop(term, None)
+        self._length_array = None
+        return doc
+
+    def remove(self, doc: int) -> None:
+        """Remove document ``doc`` (a no-op if it is already removed)."""
+        counts = self._docs[doc]
+        if counts is None:
+            return
+        self._docs[doc] = None
+        self._live -= 1
+        self._total_length -= self._lengths[doc]
+        for term in counts:
+            docs, tfs = self._postings[term]
+            at = docs.index(doc)
+            del docs[at], tfs[at]
+            self._df[term] -= 1
+            self._arrays.pop(term, None)
+        self._length_array = None
+
+    def replace(self, doc: int, counts: dict[str, float]) -> int:
+        """Remove ``doc`` and append ``counts`` in its stead; returns the new id."""
+        self.remove(doc)
+        return self.add(counts)
+
+    def _posting(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        cached = self._arrays.get(term)
+        if cached is None:
+            docs, tfs = self._postings.get(term, ([], []))
+            cached = (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.float32))
+            self._arrays[term] = cached
+        return cached
+
+    def scores(self, terms: Sequence[str]) -> Scores:
+        """BM25 score of every document id for the query ``terms`` (0 for removed ones)."""
+        out = np.zeros(len(self._docs), dtype=np.float32)
+        if not self._live:
+            return out
+        if self._length_array is None:
+            self._length_array = np.asarray(self._lengths, dtype=np.float32)
+        avgdl = max(self._total_length / self._live, 1e-9)
+        norm = self.k1 * (1.0 - self.b + self.b * self._length_array / avgdl)
+        n = self._live
+        for term, qtf in term_counts(terms).items():
+            df = self._df.get(term, 0)
+            if not df:
+                continue
+            idf = float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+            docs, tfs = self._posting(term)
+            out[docs] += qtf * idf * tfs * (self.k1 + 1.0) / (tfs + norm[docs])
+        return out
+
+
+# --------------------------------------------------------------------------- the index
+
+
+def _date_words(unit: MemoryUnit) -> list[str]:
+    span = unit.context.session_span
+    if span is None:
+        return []
+    return [span.start.strftime("%B").lower(), str(span.start.year)]
+
+
+class EpisodicIndex:
+    """Lexical keys, session documents and dense window keys of a namespace's memories.
+
+    Rows are the positions of ``units``. Built in one pass from the units (and their vectors);
+    the lexical part is a :class:`LexicalIndex`, so single keys can be replaced as sessions grow.
+
+    Args:
+        units: the memories, in any order (sessions are read from their contexts).
+        vectors: one unit vector per memory, rows as ``units``; ``None`` for no dense keys.
+        keys: which episodic keys to build.
+    """
+
+    def __init__(
+        self,
+        units: Sequence[MemoryUnit],
+        vectors: npt.NDArray[np.float32] | None = None,
+        keys: EpisodicKeys | None = None,
+    ) -> None:
+        self.keys = keys or EpisodicKeys()
+        self.tokenize = Tokenizer()
+        n = len(units)
+        own = [term_counts(self.tokenize(u.content)) for u in units]
+        sessions: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for row, unit in enumerate(units):
+            sessions[(unit.context.conversation_id, unit.context.session_id)].append(row)
+        # rows of each session in turn order; session number of every row
+        self.session_rows: list[npt.NDArray[np.int64]] = []
+        self.session_of = np.zeros(n, dtype=np.int64)
+        self.lexical = LexicalIndex()
+        self.sessions = LexicalIndex()
+        keys_of: list[dict[str, float]] = [{} for _ in range(n)]
+        for number, rows in enumerate(sessions.values()):
+            rows.sort(key=lambda r: (units[r].context.turn_index, units[r].id))
+            self.session_rows.append(np.asarray(rows, dtype=np.int64))
+            self.session_of[rows] = number
+            date = term_counts(_date_words(units[rows[0]])) if self.keys.session_date else {}
+            whole: dict[str, float] = dict(date)
+            for i, row in enumerate(rows):
+                key = dict(own[row])
+                for distance, weight in enumerate(self.keys.neighbours, start=1):
+                    for j in (i - distance, i + distance):
+                        if 0 <= j < len(rows):
+                            _add(key, own[rows[j]], weight)
+                _add(key, date, 1.0)
+                keys_of[row] = key
+                _add(whole, own[row], 1.0)
+            self.sessions.add(whole)
+        for key in keys_of:
+            self.lexical.add(key)
+        self.dense_keys = self._dense_keys(vectors) if vectors is not None else None
+
+    def _dense_keys(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """``v + w`` per row: its vector plus its normalised neighbourhood-window vector."""
+        if self.keys.window <= 0 or not len(vectors):
+            return vectors
+        window = np.zeros_like(vectors)
+        for rows in self.session_rows:
+            block = vectors[rows]
+            summed = np.zeros_like(block)
+            for offset in range(-self.keys.window, self.keys.window + 1):
+                lo, hi = max(0, offset), min(len(rows), len(rows) + offset)
+                if lo < hi:
+                    summed[lo - offset : hi - offset] += block[lo:hi]
+            norms = np.linalg.norm(summed, axis=1, keepdims=True)
+            window[rows] = summed / np.maximum(norms, 1e-12)
+        return np.asarray(vectors + window, dtype=np.float32)
+
+    def lexical_scores(self, query: str) -> Scores:
+        """BM25 of every row's lexical key for ``query``."""
+        return self.lexical.scores(self.tokenize(query))
+
+    def dense_scores(self, vector: npt.NDArray[np.float32]) -> Scores:
+        """Dense score of every row: ``cos(turn) + cos(window)`` (``cos(turn)`` without keys)."""
+        if self.dense_keys is None:
+            return np.zeros(len(self.session_of), dtype=np.float32)
+        return np.asarray(self.dense_keys @ vector, dtype=np.float32)
+
+    def session_bonus(self, query: str, rrf_k: int) -> Scores:
+        """Each row's share of its session's rank: ``weight / (rrf_k + 1 + session rank)``."""
+        n = len(self.session_of)
+        if self.keys.session_weight <= 0 or not n:
+            return np.zeros(n, dtype=np.float32)
+        scores = self.sessions.scores(self.tokenize(query))
+        ranked = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0]
+        bonus = np.zeros(len(scores), dtype=np.float32)
+        bonus[ranked] = self.keys.session_weight / (rrf_k + 1 + np.arange(len(ranked)))
+        return bonus[self.session_of]
+
+
+def ranks(
+    scores: Scores,
+    depth: int,
+    allowed: npt.NDArray[np.bool_] | None = None,
+    *,
+    positive: bool = True,
+) -> npt.NDArray[np.int64]:
+    """0-based rank of every row by ``scores`` (best first) among the top ``depth`` rows (with a
+    positive score when ``positive``, inside ``allowed`` when given); every other row gets rank
+    ``depth``: the tail of a full ranking, cut for speed (ties there change nothing)."""
+    out = np.full(len(scores), depth, dtype=np.int64)
+    eligible = scores > 0 if positive else np.isfinite(scores)
+    if allowed is not None:
+        eligible &= allowed
+    rows = np.flatnonzero(eligible)
+    if not len(rows):
+        return out
+    depth = min(depth, len(rows))
+    top = rows[np.argpartition(-scores[rows], depth - 1)[:depth]]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    out[top] = np.arange(len(top))
+    return out
