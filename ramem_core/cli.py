@@ -245,7 +245,7 @@ def cmd_eval(args: argparse.Namespace, console: Console) -> int:
     with Progress(console=console) as bar:
         task = bar.add_task(f"{args.benchmark}: questions", total=None)
         summary = run(
-            args.path,
+            args.files,
             args.out,
             options,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
@@ -305,7 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="evaluate on LoCoMo or LongMemEval (report with plots)")
     p.add_argument("benchmark", choices=["locomo", "longmemeval"])
-    p.add_argument("path", help="the benchmark's JSON file")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="PATH",
+        help="the benchmark's JSON file(s), evaluated together",
+    )
     p.add_argument(
         "--system",
         default="ramem,content,dense,bm25",
@@ -314,8 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", help="cut-offs (default 5,10,20; LongMemEval 1,3,5,10,30,50)")
     p.add_argument(
         "--ablate",
-        help="comma-separated: shuffle-context, no-session, "
-        "no-context-ranking, no-context-synthesis",
+        help="comma-separated: shuffle-context, no-session, no-context-ranking, no-keys, "
+        "no-neighbours, no-session-doc, no-window, no-date, no-context-synthesis",
     )
     p.add_argument("--limit", type=int, help="at most this many questions (smoke runs)")
     p.add_argument("--out", default="results/eval", help="output directory")

@@ -372,7 +372,7 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver]] = [
         ),
         (rf"\b(?P<part>early|mid|late)[-\s]+(?P<year>{_YEAR_RE})\b", _part_of_year),
         (
-            rf"\b(?:(?P<which>last|this past|past|next|this)\s+|(?:in|during|over)\s+the\s+)"
+            rf"\b(?:(?P<which>last|this past|past|next|this)\s+|(?:(?:in|during|over)\s+)?the\s+)"
             rf"(?P<season>{_SEASON_RE})\b(?:\s+(?:of\s+)?(?P<year>{_YEAR_RE})\b)?",
             _season,
         ),

@@ -8,9 +8,14 @@ Every system reads the same stored units; they differ only in their retrieval co
 
 Ablations are configurations too: ``shuffle-context`` (episodic contexts permuted among units,
 contents kept; stored in a second namespace), ``no-session`` (session spans unused),
-``no-context-ranking`` (context-consistent candidates not prioritised) and
-``no-context-synthesis`` (the generator gets plain text; differs from ``ramem`` only in tokens
-and answers).
+``no-context-ranking`` (the recall frame unused), ``no-keys`` (no episodic keys: the frame
+alone), ``no-neighbours``, ``no-session-doc``, ``no-window`` and ``no-date`` (one episodic key
+part off each) and ``no-context-synthesis`` (the generator gets plain text; differs from
+``ramem`` only in tokens and answers).
+
+Every "RaMem minus content-only" figure comes with a paired bootstrap 95% interval over
+questions, overall and per category / question type; LoCoMo figures are also given for the
+split that parameters were chosen on and the split kept for reporting (``holdout``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 
 from ramem_core.anchoring import LLMAnchorer, RuleAnchorer
 from ramem_core.evaluation import metrics
+from ramem_core.evaluation.stats import paired_bootstrap
 from ramem_core.frames import LLMFrameInducer
 from ramem_core.llm import MeteredLLM
 from ramem_core.loaders import locomo_conversation, longmemeval_conversation
@@ -35,6 +41,7 @@ from ramem_core.memory import RaMem
 from ramem_core.protocols import LLM, Embedder, TokenCounter
 from ramem_core.retrieval import CONTENT_ONLY, Conditions, RetrievalConfig
 from ramem_core.store.chroma import ChromaStore
+from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
 from ramem_core.synthesis import answer, fit_budget
 from ramem_core.temporal import parse_timestamp
 from ramem_core.types import Conversation, Evidence, MemoryUnit, Session
@@ -49,8 +56,15 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "shuffle-context": RetrievalConfig(),
     "no-session": RetrievalConfig(session_context=False),
     "no-context-ranking": RetrievalConfig(context_ranking=False),
+    "no-keys": RetrievalConfig(keys=CONTENT_KEYS),
+    "no-neighbours": RetrievalConfig(keys=EpisodicKeys(neighbours=())),
+    "no-session-doc": RetrievalConfig(keys=EpisodicKeys(session_weight=0.0)),
+    "no-window": RetrievalConfig(keys=EpisodicKeys(window=0)),
+    "no-date": RetrievalConfig(keys=EpisodicKeys(session_date=False)),
     "no-context-synthesis": RetrievalConfig(),
 }
+LOCOMO_HOLDOUT = ("conv-42", "conv-43")
+"""LoCoMo dev conversations kept for reporting: parameters are chosen on the others."""
 Progress = Callable[[int, int], None]
 
 
@@ -69,6 +83,7 @@ class EvalOptions:
         llm_stages: also use ``llm`` for anchoring (all runs share the LLM's units) and for
             RaMem's recall frames.
         model_name: the model's name, part of the LLM cache key.
+        holdout: LoCoMo sample ids reported apart from the ones parameters were chosen on.
     """
 
     systems: tuple[str, ...] = ("ramem", "content", "dense", "bm25")
@@ -80,6 +95,7 @@ class EvalOptions:
     seed: int = 13
     llm_stages: bool = False
     model_name: str = "llm"
+    holdout: tuple[str, ...] = LOCOMO_HOLDOUT
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.systems if s not in SYSTEMS]
@@ -243,16 +259,88 @@ def _retrieved(evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
 
 
 def _frame_row(
-    memory: RaMem, namespace: str, question: str, evidence_units: Sequence[MemoryUnit]
+    memory: RaMem,
+    namespace: str,
+    question: str,
+    evidence_units: Sequence[MemoryUnit],
+    is_evidence: Callable[[MemoryUnit], bool],
+    at: datetime | None = None,
 ) -> dict[str, Any]:
-    """The recall frame of a question and whether the gold evidence meets it."""
-    frame = memory.frame(question, namespace=namespace)
-    conditions = Conditions.of(frame, memory.retriever.config.session_context)
+    """The recall frame of a question, whether the gold evidence meets it, and whether each
+    relation's anchor memory is evidence (a proxy for "the anchor was located right")."""
+    frame = memory.frame(question, at=at, namespace=namespace)
+    config = memory.retriever.config
+    conditions = Conditions.of(frame, config.session_context, config.window_padding)
+    snap = memory.retriever.snapshot(namespace)
+    anchors = [
+        {
+            "anchor": t.anchor,
+            "relation": t.relation.value if t.relation else None,
+            "correct": is_evidence(snap.units[snap.position[t.anchor_id]]),
+        }
+        for t in frame.times
+        if t.anchor_id is not None and t.anchor_id in snap.position
+    ]
     return {
         "grounded": frame.is_grounded,
         "times": [t.text for t in frame.grounded_times],
         "participants": list(frame.participants),
+        "distance": any("distance" in t.reason for t in frame.times),
+        "anchors": anchors,
         "evidence_valid": bool(conditions) and any(conditions.satisfied(u) for u in evidence_units),
+    }
+
+
+def _load(path: str | Path | Sequence[str | Path]) -> list[Any]:
+    """The JSON lists of one or more benchmark files, concatenated."""
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    items: list[Any] = []
+    for one in paths:
+        items.extend(json.loads(Path(one).read_text(encoding="utf-8")))
+    return items
+
+
+def _paired(
+    rows: Sequence[dict[str, Any]],
+    run: str,
+    baseline: str,
+    metric: Callable[[dict[str, Any]], float | None],
+    groups: dict[str, Callable[[dict[str, Any]], bool]],
+) -> dict[str, Any]:
+    """Paired bootstrap of ``metric`` for ``run`` minus ``baseline`` within each group.
+
+    Rows of two runs pair up by position: the harness writes every run of a question in turn.
+    """
+    mine = [r for r in rows if r["system"] == run]
+    theirs = [r for r in rows if r["system"] == baseline]
+    out: dict[str, Any] = {}
+    for name, member in groups.items():
+        a, b = [], []
+        for x, y in zip(mine, theirs, strict=True):
+            if member(x) and (u := metric(x)) is not None and (v := metric(y)) is not None:
+                a.append(u)
+                b.append(v)
+        result = paired_bootstrap(a, b)
+        out[name] = result.as_dict() if result is not None else None
+    return out
+
+
+def anchor_accuracy(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How often a relation's anchor was located in memory, how often the anchor memory is
+    evidence, and how often the relation's window holds the evidence."""
+    mine = [r for r in rows if r["system"] == "ramem"]
+    found = [a for r in mine for a in r.get("frame", {}).get("anchors", [])]
+    correct = sum(a["correct"] for a in found)
+    anchored = [r for r in mine if r.get("frame", {}).get("anchors")]
+    holds = sum(bool(r["frame"]["evidence_valid"]) for r in anchored)
+    return {
+        "located": len(found),
+        "on_evidence": correct,
+        "share": correct / len(found) if found else None,
+        "questions_with_anchor": len(anchored),
+        "window_holds_evidence": holds,
+        "window_share": holds / len(anchored) if anchored else None,
+        "distance_questions": sum(bool(r.get("frame", {}).get("distance")) for r in mine),
     }
 
 
@@ -287,7 +375,7 @@ def _mean(values: Iterable[float]) -> float | None:
 
 
 def evaluate_locomo(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     out: str | Path,
     options: EvalOptions | None = None,
     *,
@@ -305,7 +393,7 @@ def evaluate_locomo(
     options = options or EvalOptions()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    samples = json.loads(Path(path).read_text(encoding="utf-8"))
+    samples = _load(path)
     bench = _open_bench(out, options, embedder, counter)
     questions = [(s, qa) for s in samples for qa in s.get("qa", [])]
     if options.limit is not None:
@@ -317,7 +405,7 @@ def evaluate_locomo(
         if sample["sample_id"] not in needed:
             continue
         units = bench.ingest(
-            _namespace(sample["sample_id"]), locomo_conversation(sample, str(path))
+            _namespace(sample["sample_id"]), locomo_conversation(sample, sample["sample_id"])
         )
         session_of = {u.id: u.context.session_id for u in units}
         references[sample["sample_id"]] = (
@@ -347,6 +435,7 @@ def evaluate_locomo(
                 row: dict[str, Any] = {
                     "system": run,
                     "sample_id": sid,
+                    "split": "report" if sid in options.holdout else "choose",
                     "question": qa["question"],
                     "category": category,
                     "category_name": metrics.LOCOMO_CATEGORIES.get(category, "?"),
@@ -360,6 +449,11 @@ def evaluate_locomo(
                         for k in range(1, depth + 1)
                     },
                     "confusable": confusable,
+                    "top1_wrong_episode": (
+                        float(evidence[0].unit.context.session_id not in evidence_sessions)
+                        if evidence and evidence_units
+                        else None
+                    ),
                     "tokens": {k: bench.tokens(run, evidence[:k]) for k in options.ks},
                 }
                 if run == "ramem":
@@ -368,6 +462,7 @@ def evaluate_locomo(
                         _namespace(sid),
                         qa["question"],
                         [u for u in units if u.id in evidence_units],
+                        lambda u, gold=gold: bool(set(u.source_ids) & set(gold)),  # type: ignore[misc]
                     )
                 if confusable:
                     sessions = [e.unit.context.session_id for e in evidence]
@@ -441,10 +536,81 @@ def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> di
                 "f1": _mean(r["f1"] for r in mine if r["category"] in metrics.ANSWERABLE),
                 "bleu1": _mean(r["bleu1"] for r in mine if r["category"] in metrics.ANSWERABLE),
             }
+        entry["d_at_1_all"] = _mean(
+            r["top1_wrong_episode"] for r in answerable if r.get("top1_wrong_episode") is not None
+        )
+        entry["splits"] = {
+            split: {
+                "questions": len([r for r in answerable if r.get("split") == split]),
+                "recall": {
+                    str(k): {
+                        name: _mean(
+                            r["recall"][k]
+                            for r in answerable
+                            if r.get("split") == split and (name == "overall" or r["category"] == c)
+                        )
+                        for c, name in [*LOCOMO_ANSWERABLE, (0, "overall")]
+                    }
+                    for k in options.ks
+                },
+                "d_at_1_all": _mean(
+                    r["top1_wrong_episode"]
+                    for r in answerable
+                    if r.get("split") == split and r.get("top1_wrong_episode") is not None
+                ),
+            }
+            for split in ("choose", "report")
+        }
         summary["runs"][run] = entry
+    if "content" in options.runs:
+        summary["paired_vs_content"] = {
+            run: _locomo_paired(rows, run, options) for run in options.runs if run != "content"
+        }
     if "ramem" in options.runs:
         summary["ramem_failures_at_10"] = failure_kinds(rows, 10)
+        summary["anchors"] = anchor_accuracy(rows)
     return summary
+
+
+LOCOMO_ANSWERABLE = [
+    (c, n) for c, n in metrics.LOCOMO_CATEGORIES.items() if c in metrics.ANSWERABLE
+]
+
+
+def _locomo_paired(
+    rows: Sequence[dict[str, Any]], run: str, options: EvalOptions
+) -> dict[str, Any]:
+    """``run`` minus content-only with paired 95% intervals: Recall@10 (all, per split, per
+    category) and D@1 over all answerable questions and on the confusable subset."""
+    k = 10 if 10 in options.ks else max(options.ks)
+
+    def answerable(r: dict[str, Any]) -> bool:
+        return r["category"] in metrics.ANSWERABLE and bool(r["evidence"])
+
+    groups: dict[str, Callable[[dict[str, Any]], bool]] = {
+        "all": answerable,
+        "choose split": lambda r: answerable(r) and r.get("split") == "choose",
+        "report split": lambda r: answerable(r) and r.get("split") == "report",
+    }
+    for c, name in LOCOMO_ANSWERABLE:
+        groups[name] = lambda r, c=c: answerable(r) and r["category"] == c  # type: ignore[misc]
+    return {
+        f"recall@{k}": _paired(rows, run, "content", lambda r: r["recall"][k], groups),
+        "d_at_1_all": _paired(
+            rows,
+            run,
+            "content",
+            lambda r: r.get("top1_wrong_episode"),
+            {"all": answerable, "report split": groups["report split"]},
+        ),
+        "d_at_1_confusable": _paired(
+            rows,
+            run,
+            "content",
+            lambda r: r.get("d_at_1"),
+            {"all": lambda r: bool(r.get("confusable"))},
+        ),
+    }
 
 
 # --------------------------------------------------------------------------- LongMemEval
@@ -475,7 +641,7 @@ def _user_side(conversation: Conversation) -> Conversation:
 
 
 def evaluate_longmemeval(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     out: str | Path,
     options: EvalOptions | None = None,
     *,
@@ -492,11 +658,12 @@ def evaluate_longmemeval(
     options = options or EvalOptions(ks=LME_KS)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    items = json.loads(Path(path).read_text(encoding="utf-8"))
+    items = _load(path)
     if options.limit is not None:
         items = items[: options.limit]
     bench = _open_bench(out, options, embedder, counter)
     depth = max(50, *options.ks)
+    ks = sorted({*options.ks, 1, 5, 10})  # the headline cut-offs are always computed
     rows: list[dict[str, Any]] = []
     skipped = {"abstention": 0, "assistant-only evidence": 0}
     with (out / "questions.jsonl").open("w", encoding="utf-8") as sink:
@@ -516,8 +683,9 @@ def evaluate_longmemeval(
                 skipped["assistant-only evidence"] += 1
             else:
                 namespace = _namespace(qid)
-                conversation = _user_side(longmemeval_conversation(item, str(path)))
-                bench.ingest(namespace, conversation)
+                conversation = _user_side(longmemeval_conversation(item, qid))
+                units = bench.ingest(namespace, conversation)
+                evidence_units = [u for u in units if set(u.source_ids) & set(gold_turns)]
                 gold_sessions = list(item.get("answer_session_ids") or [])
                 at = parse_timestamp(str(item.get("question_date", "")))
                 for run in options.runs:
@@ -535,10 +703,21 @@ def evaluate_longmemeval(
                         "evidence": gold_sessions,
                         "evidence_turns": gold_turns,
                         "retrieved": _retrieved(evidence),
-                        "session": _ranking_metrics(sessions, gold_sessions, options.ks),
-                        "turn": _ranking_metrics(turns, gold_turns, options.ks),
+                        "session": _ranking_metrics(sessions, gold_sessions, ks),
+                        "turn": _ranking_metrics(turns, gold_turns, ks),
                         "tokens": {k: bench.tokens(run, evidence[:k]) for k in options.ks},
                     }
+                    if run == "ramem":
+                        row["frame"] = _frame_row(
+                            bench.view(run),
+                            namespace,
+                            item["question"],
+                            evidence_units,
+                            lambda u, gold=gold_sessions: (  # type: ignore[misc]
+                                u.context.session_id.split("~")[0] in gold
+                            ),
+                            at,
+                        )
                     if options.llm is not None:
                         row["prediction"] = bench.answer(run, item["question"], evidence, at)
                         row["judged_correct"] = metrics.judge(
@@ -577,7 +756,41 @@ def evaluate_longmemeval(
                 for t in types
             }
             entry["qa_accuracy"]["overall"] = _mean(float(r["judged_correct"]) for r in mine)
+        types = sorted({str(r["question_type"]) for r in mine})
+        entry["by_type"] = {
+            t: {
+                "questions": len([r for r in mine if r["question_type"] == t]),
+                **{
+                    name: _mean(metric(r) for r in mine if r["question_type"] == t)
+                    for name, metric in LME_HEADLINE.items()
+                },
+            }
+            for t in types
+        }
         summary["runs"][run] = entry
+    if "content" in options.runs:
+        types = sorted({str(r["question_type"]) for r in rows})
+        groups: dict[str, Callable[[dict[str, Any]], bool]] = {"all": lambda r: True}
+        for t in types:
+            groups[t] = lambda r, t=t: r["question_type"] == t  # type: ignore[misc]
+        summary["paired_vs_content"] = {
+            run: {
+                name: _paired(rows, run, "content", metric, groups)
+                for name, metric in LME_HEADLINE.items()
+            }
+            for run in options.runs
+            if run != "content"
+        }
+    if "ramem" in options.runs:
+        summary["anchors"] = anchor_accuracy(rows)
     summary["llm_usage"] = bench.usage()
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
+
+
+LME_HEADLINE: dict[str, Callable[[dict[str, Any]], float]] = {
+    "turn recall_any@1": lambda r: r["turn"][1]["recall_any"],
+    "turn recall_any@10": lambda r: r["turn"][10]["recall_any"],
+    "session recall_any@5": lambda r: r["session"][5]["recall_any"],
+}
+"""The LongMemEval figures reported per question type, with paired intervals."""

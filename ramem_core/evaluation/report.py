@@ -118,6 +118,46 @@ def _plots(summary: dict[str, Any], out: Path) -> list[str]:
     return written
 
 
+def _interval(entry: dict[str, Any] | None) -> str:
+    if not entry:
+        return "-"
+    return f"{entry['diff']:+.3f} [{entry['low']:+.3f}, {entry['high']:+.3f}] (n={entry['n']})"
+
+
+def _paired_tables(summary: dict[str, Any]) -> list[str]:
+    """One table per compared run: group x metric, each cell ``diff [low, high] (n)``."""
+    parts: list[str] = []
+    for run, metrics in summary.get("paired_vs_content", {}).items():
+        groups = list(dict.fromkeys(g for m in metrics.values() for g in m))
+        parts += [f"### {run} minus content-only (paired bootstrap 95% interval)", ""]
+        parts.append(
+            _table(
+                ["questions", *metrics],
+                [[g, *(_interval(m.get(g)) for m in metrics.values())] for g in groups],
+            )
+        )
+        parts.append("")
+    return parts
+
+
+def _anchors(summary: dict[str, Any]) -> list[str]:
+    anchors = summary.get("anchors")
+    if not anchors:
+        return []
+    return [
+        "## Relation anchors",
+        "",
+        f'Questions whose relation anchor ("after the trip") was located in memory: '
+        f"{anchors['questions_with_anchor']}; the relation's window holds gold evidence in "
+        f"{anchors['window_holds_evidence']} ({_fmt(anchors['window_share'])}). The anchor "
+        f"memory itself is gold evidence in {anchors['on_evidence']} of {anchors['located']} "
+        f"({_fmt(anchors['share'])}; same turn on LoCoMo, where gold marks the asked event "
+        f"rather than the anchor; same session on LongMemEval). Distance questions (never "
+        f"filters): {anchors['distance_questions']}.",
+        "",
+    ]
+
+
 def write_report(summary: dict[str, Any], out: str | Path, command: str = "") -> Path:
     """Write ``report.md`` (tables, definitions, plots) next to the summary; returns its path."""
     out = Path(out)
@@ -144,16 +184,46 @@ def write_report(summary: dict[str, Any], out: str | Path, command: str = "") ->
                 )
             )
             parts.append("")
+        k = "10" if 10 in summary["ks"] else str(max(summary["ks"]))
+        parts += [f"## Recall@{k} on the choose and report splits", ""]
+        parts.append(
+            "Parameters were chosen on the choose split and are reported on the other "
+            "(the report split's conversations were not used to choose them)."
+        )
+        parts.append("")
+        parts.append(
+            _table(
+                ["system", "split", "questions", *CATEGORIES, "D@1 (all questions)"],
+                [
+                    [
+                        run,
+                        split,
+                        str(e["splits"][split]["questions"]),
+                        *(_fmt(e["splits"][split]["recall"][k].get(c)) for c in CATEGORIES),
+                        _fmt(e["splits"][split]["d_at_1_all"]),
+                    ]
+                    for run, e in runs.items()
+                    if "splits" in e
+                    for split in ("choose", "report")
+                ],
+            )
+        )
+        parts.append("")
+        if summary.get("paired_vs_content"):
+            parts += ["## RaMem minus content-only", ""]
+            parts += _paired_tables(summary)
+        parts += _anchors(summary)
         parts += ["## Context-confusable subset", ""]
         parts.append(
             _table(
-                ["system", "questions", "D@1", "rank gap"],
+                ["system", "questions", "D@1", "rank gap", "D@1 (all questions)"],
                 [
                     [
                         run,
                         str(e["confusable"]["questions"]),
                         _fmt(e["confusable"]["d_at_1"]),
                         _fmt(e["confusable"]["rank_gap"]),
+                        _fmt(e.get("d_at_1_all")),
                     ]
                     for run, e in runs.items()
                 ],
@@ -191,6 +261,30 @@ def write_report(summary: dict[str, Any], out: str | Path, command: str = "") ->
             parts.append("")
     else:
         parts += [f"Skipped: {summary['skipped']}", ""]
+        parts += ["## By question type", ""]
+        types = sorted({t for e in runs.values() for t in e.get("by_type", {})})
+        headline = ("turn recall_any@1", "turn recall_any@10", "session recall_any@5")
+        parts.append(
+            _table(
+                ["question type", "questions", "system", *headline],
+                [
+                    [
+                        t,
+                        str(e["by_type"][t]["questions"]),
+                        run,
+                        *(_fmt(e["by_type"][t].get(h)) for h in headline),
+                    ]
+                    for t in types
+                    for run, e in runs.items()
+                    if t in e.get("by_type", {})
+                ],
+            )
+        )
+        parts.append("")
+        if summary.get("paired_vs_content"):
+            parts += ["## RaMem minus content-only", ""]
+            parts += _paired_tables(summary)
+        parts += _anchors(summary)
         if any("qa_accuracy" in e for e in runs.values()):
             types = sorted({t for e in runs.values() for t in e.get("qa_accuracy", {})})
             parts += ["## QA accuracy (LLM judge)", ""]

@@ -140,6 +140,55 @@ def test_locomo_harness_scores_evidence(tmp_path: Path) -> None:
     assert summary["runs"]["bm25"]["recall"]["5"]["temporal"] == 1.0
 
 
+def test_locomo_summary_splits_and_pairs_every_headline_figure(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "locomo_mini.json").read_text())
+    first = json.loads(json.dumps(data[0]))
+    first["qa"] = [
+        {"question": "What did Melanie paint?", "evidence": ["D1:2"], "category": 4, "answer": "x"}
+    ]
+    second = json.loads(json.dumps(first))
+    second["sample_id"] = "conv-42"
+    second["qa"] = [
+        {"question": "Who is Caroline?", "evidence": ["D1:1"], "category": 1, "answer": "x"}
+    ]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([first, second]))
+    summary = evaluate_locomo(
+        path,
+        tmp_path / "out",
+        EvalOptions(systems=("ramem", "content"), ks=(10,), holdout=("conv-42",)),
+        embedder=HashEmbedder(),
+        counter=WordCounter(),
+    )
+    splits = summary["runs"]["ramem"]["splits"]
+    assert splits["choose"]["questions"] == 1
+    assert splits["report"]["questions"] == 1
+    assert splits["report"]["recall"]["10"]["multi-hop"] == 1.0
+    assert splits["report"]["recall"]["10"]["single-hop"] is None  # not in that split
+    paired = summary["paired_vs_content"]["ramem"]["recall@10"]
+    assert paired["all"]["n"] == 2
+    assert paired["report split"]["n"] == 1
+    assert paired["all"]["low"] <= paired["all"]["diff"] <= paired["all"]["high"]
+    report = write_report(summary, tmp_path / "out").read_text()
+    assert "ramem minus content-only (paired bootstrap 95% interval)" in report
+    assert "| ramem | report | 1 |" in report
+
+
+def test_paired_bootstrap_interval() -> None:
+    from ramem_core.evaluation.stats import paired_bootstrap
+
+    same = paired_bootstrap([1, 0, 1, 1], [1, 0, 1, 1])
+    assert same is not None
+    assert (same.diff, same.low, same.high) == (0.0, 0.0, 0.0)
+    better = paired_bootstrap([1.0] * 50 + [0.0] * 10, [0.0] * 50 + [0.0] * 10)
+    assert better is not None
+    assert better.diff == pytest.approx(50 / 60)
+    assert 0.6 < better.low < better.diff < better.high <= 1.0
+    assert paired_bootstrap([], []) is None
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_bootstrap([1.0], [1.0, 0.0])
+
+
 def test_longmemeval_harness_uses_user_turns_and_question_date(tmp_path: Path) -> None:
     summary = evaluate_longmemeval(
         FIXTURES / "longmemeval_mini.json",
@@ -159,7 +208,13 @@ def test_longmemeval_harness_uses_user_turns_and_question_date(tmp_path: Path) -
     # "last week" from the question date (30 May) selects the 25 May session first
     assert row["retrieved"][0]["session_id"] == "sess-b"
     assert summary["runs"]["ramem"]["session"]["1"]["recall_any"] == 1.0
-    write_report(summary, tmp_path)
+    by_type = summary["runs"]["ramem"]["by_type"]
+    assert set(by_type) == {row["question_type"]}
+    assert by_type[row["question_type"]]["turn recall_any@1"] == 1.0  # always computed
+    paired = summary["paired_vs_content"]["ramem"]["turn recall_any@10"]
+    assert set(paired) == {"all", row["question_type"]}
+    report = write_report(summary, tmp_path).read_text()
+    assert "## By question type" in report
     assert (tmp_path / "session_recall.png").exists()
 
 

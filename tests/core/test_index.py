@@ -1,0 +1,150 @@
+"""The episodic index: BM25 with appends and removals, episodic keys, dense window keys."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from ramem_core import EpisodicContext, MemoryUnit, TimeSpan
+from ramem_core.store.index import (
+    CONTENT_KEYS,
+    EpisodicIndex,
+    EpisodicKeys,
+    LexicalIndex,
+    Tokenizer,
+    ranks,
+    term_counts,
+)
+from ramem_core.types import Granularity
+
+
+def _bm25(docs: list[dict[str, float]], query: list[str], k1: float = 1.5, b: float = 0.75):
+    """A textbook BM25 to check the index against."""
+    n = len(docs)
+    avgdl = sum(sum(d.values()) for d in docs) / n
+    out = []
+    for doc in docs:
+        dl = sum(doc.values())
+        score = 0.0
+        for term, qtf in term_counts(query).items():
+            df = sum(term in d for d in docs)
+            if not df or term not in doc:
+                continue
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            tf = doc[term]
+            score += qtf * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+        out.append(score)
+    return out
+
+
+DOCS = [
+    {"pottery": 1.0, "class": 1.0},
+    {"pottery": 2.0, "bowl": 0.5},
+    {"river": 1.0, "sardin": 1.0, "grill": 1.0},
+    {"class": 1.0, "yoga": 1.0, "river": 0.25},
+]
+
+
+def test_bm25_matches_the_textbook_formula() -> None:
+    index = LexicalIndex()
+    for doc in DOCS:
+        index.add(doc)
+    query = ["pottery", "class", "river", "unknown"]
+    np.testing.assert_allclose(index.scores(query), _bm25(DOCS, query), rtol=1e-5)
+
+
+def test_removed_documents_leave_the_statistics() -> None:
+    index = LexicalIndex()
+    ids = [index.add(doc) for doc in DOCS]
+    index.remove(ids[1])
+    index.remove(ids[1])  # twice is a no-op
+    query = ["pottery", "class", "river"]
+    scores = index.scores(query)
+    assert scores[ids[1]] == 0.0
+    live = [DOCS[i] for i in (0, 2, 3)]
+    np.testing.assert_allclose(scores[[0, 2, 3]], _bm25(live, query), rtol=1e-5)
+    assert index.live == 3
+    new = index.replace(ids[0], {"pottery": 3.0})
+    assert new == len(DOCS)
+    assert index.live == 3
+    np.testing.assert_allclose(
+        index.scores(query)[[new, 2, 3]],
+        _bm25([{"pottery": 3.0}, DOCS[2], DOCS[3]], query),
+        rtol=1e-5,
+    )
+
+
+def test_tokenizer_lowercases_stems_and_drops_stop_words() -> None:
+    assert Tokenizer()("The Pottery classes were in the river") == [
+        "potteri",
+        "class",
+        "were",
+        "river",
+    ]
+
+
+def _unit(uid: str, session: str, turn: int, text: str, day: int = 1) -> MemoryUnit:
+    span = TimeSpan(datetime(2023, 5, day, 10), datetime(2023, 5, day, 11), Granularity.INSTANT)
+    return MemoryUnit(uid, text, EpisodicContext(session, "c", span, turn_index=turn))
+
+
+UNITS = [
+    # rows out of turn order on purpose: the index orders sessions by turn_index
+    _unit("a2", "A", 1, "Ben: It was wonderful."),
+    _unit("a1", "A", 0, "Alice: I joined a pottery class."),
+    _unit("a3", "A", 2, "Alice: We made bowls."),
+    _unit("b1", "B", 0, "Ben: The river was cold.", day=9),
+]
+
+
+def test_lexical_keys_carry_neighbour_turns_with_their_weights() -> None:
+    index = EpisodicIndex(UNITS, keys=EpisodicKeys(neighbours=(0.5, 0.25), session_date=False))
+    scores = index.lexical_scores("pottery")
+    a1, a2, a3, b1 = (scores[i] for i in (1, 0, 2, 3))
+    assert a1 > a2 > a3 > 0.0  # own words, then distance 1, then distance 2
+    assert b1 == 0.0  # never across sessions
+    plain = EpisodicIndex(UNITS, keys=CONTENT_KEYS).lexical_scores("pottery")
+    assert plain[0] == 0.0
+    assert plain[2] == 0.0
+
+
+def test_session_date_words_are_searchable() -> None:
+    with_date = EpisodicIndex(UNITS, keys=EpisodicKeys(session_date=True))
+    assert with_date.lexical_scores("May 2023").min() > 0.0
+    assert EpisodicIndex(UNITS, keys=CONTENT_KEYS).lexical_scores("May 2023").max() == 0.0
+
+
+def test_session_documents_lift_every_turn_of_the_matching_episode() -> None:
+    index = EpisodicIndex(UNITS, keys=EpisodicKeys(session_weight=4.0))
+    bonus = index.session_bonus("pottery bowls", rrf_k=60)
+    assert bonus[0] == bonus[1] == bonus[2] == pytest.approx(4.0 / 61)
+    assert bonus[3] == 0.0  # session B does not match at all
+    off = EpisodicIndex(UNITS, keys=EpisodicKeys(session_weight=0.0))
+    assert not off.session_bonus("pottery bowls", rrf_k=60).any()
+
+
+def test_dense_key_adds_the_window_cosine() -> None:
+    vectors = np.eye(4, dtype=np.float32)  # a2, a1, a3, b1 orthogonal
+    index = EpisodicIndex(UNITS, vectors, EpisodicKeys(window=1))
+    query = vectors[1]  # the vector of a1
+    scores = index.dense_scores(query)
+    # a1: cos 1 + window (a1+a2)/sqrt2 -> 1 + 1/sqrt2; a2: 0 + (a1+a2+a3)/sqrt3 -> 1/sqrt3
+    assert scores[1] == pytest.approx(1 + 1 / math.sqrt(2))
+    assert scores[0] == pytest.approx(1 / math.sqrt(3))
+    assert scores[2] == pytest.approx(0.0)  # a3's window is a2 + a3: a1 is two turns away
+    assert scores[3] == pytest.approx(0.0)
+    plain = EpisodicIndex(UNITS, vectors, CONTENT_KEYS).dense_scores(query)
+    np.testing.assert_allclose(plain, [0, 1, 0, 0])
+
+
+def test_ranks_put_everything_past_depth_in_the_tail() -> None:
+    scores = np.array([0.5, 3.0, 0.0, 2.0, 1.0], dtype=np.float32)
+    np.testing.assert_array_equal(ranks(scores, 2), [2, 0, 2, 1, 2])
+    allowed = np.array([True, False, True, True, True])
+    np.testing.assert_array_equal(ranks(scores, 10, allowed), [2, 10, 10, 0, 1])
+    np.testing.assert_array_equal(
+        ranks(np.array([-0.5, -0.1], dtype=np.float32), 5, positive=False), [1, 0]
+    )
