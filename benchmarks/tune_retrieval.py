@@ -49,6 +49,7 @@ def _run(configs: dict[str, RetrievalConfig], locomo: Path, lme: Path, out: Path
             "lme_turn_r10": m["turn"]["10"]["recall_any"],
             "lme_session_r5": m["session"]["5"]["recall_any"],
             "lme_temporal_turn_r10": temporal.get("turn recall_any@10"),
+            "lme_turn_r1": m["turn"]["1"]["recall_any"],
         }
     return rows
 
@@ -72,8 +73,10 @@ def main() -> None:
             "validity_pool": {
                 f"pool={p}": replace(base, validity_pool=p) for p in (10, 20, 30, 50, 100)
             },
-            "window": {
-                f"window={w}": replace(base, keys=EpisodicKeys(window=w)) for w in (0, 1, 2, 3)
+            "window, own_weight": {
+                f"w={w},own={o}": replace(base, keys=EpisodicKeys(window=w, own_weight=o))
+                for w in (1, 2)
+                for o in (0.0, 0.25, 0.5, 1.0)
             },
         }
         results = {}
@@ -81,9 +84,9 @@ def main() -> None:
             results[name] = _run(configs, locomo, lme, out)
             print(f"\n== {name} (LoCoMo conv-26/30/41, LongMemEval_S dev30)")
             cols = list(next(iter(results[name].values())))
-            print(f"{'setting':>12} " + " ".join(f"{c:>22}" for c in cols))
+            print(f"{'setting':>14} " + " ".join(f"{c:>22}" for c in cols))
             for setting, row in results[name].items():
-                print(f"{setting:>12} " + " ".join(f"{row[c]:>22.3f}" for c in cols))
+                print(f"{setting:>14} " + " ".join(f"{row[c]:>22.3f}" for c in cols))
     path = ROOT / "results" / "tune_retrieval.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2))

@@ -51,8 +51,9 @@ class RetrievalConfig:
         context_ranking: move frame-consistent memories ahead inside the relevant pool.
         session_context: let a memory's session span stand in for an unknown event time.
         validity_pool: how many of the content ranking's best memories form the relevant
-            pool in which frame-consistent ones move ahead. Chosen on LongMemEval_S dev30 and
-            LoCoMo dev conv-26/30/41 (see the reports); within 0.01 R@10 for 20-50.
+            pool in which frame-consistent ones move ahead. Chosen on LoCoMo dev conv-26/30/41
+            and LongMemEval_S dev30 (``benchmarks/tune_retrieval.py``): flat, LoCoMo R@10
+            0.752-0.757 and LongMemEval unchanged for 10-100; 20 had the best R@10.
         window_padding: a frame's time windows are widened by this much on each side
             (LongMemEval's reference implementation pads by two days).
         anchor_min_similarity: cosine needed to accept a memory as a relation's anchor event.
@@ -65,7 +66,7 @@ class RetrievalConfig:
     lexical: bool = True
     context_ranking: bool = True
     session_context: bool = True
-    validity_pool: int = 30
+    validity_pool: int = 20
     window_padding: timedelta = timedelta(days=2)
     anchor_min_similarity: float = 0.35
 
@@ -317,7 +318,7 @@ class Retriever:
 
         Reciprocal-rank fusion of the dense ranking (``cos(turn) + cos(window)``) and the
         lexical ranking (BM25 of the episodic keys), plus each memory's share of its session's
-        lexical rank (see :class:`EpisodicKeys`).
+        lexical rank and the weighted ranks of its own content (see :class:`EpisodicKeys`).
         """
         cfg, index = self.config, snap.index
         fused = np.zeros(len(snap), dtype=np.float32)
@@ -329,6 +330,13 @@ class Retriever:
             lexical = index.lexical_scores(text)
             fused += 1.0 / (cfg.rrf_k + 1 + ranks(lexical, cfg.depth, mask))
             fused += index.session_bonus(text, cfg.rrf_k)
+        own_dense, own_lexical = index.own_scores(text, vector)
+        weight = cfg.keys.own_weight
+        if cfg.dense and own_dense is not None:
+            own = ranks(own_dense, cfg.depth, mask, positive=False)
+            fused += weight / (cfg.rrf_k + 1 + own)
+        if cfg.lexical and own_lexical is not None:
+            fused += weight / (cfg.rrf_k + 1 + ranks(own_lexical, cfg.depth, mask))
         if mask is not None:
             fused[~mask] = -np.inf
         return Ranking(fused, dense, lexical)

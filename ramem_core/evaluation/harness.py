@@ -9,9 +9,9 @@ Every system reads the same stored units; they differ only in their retrieval co
 Ablations are configurations too: ``shuffle-context`` (episodic contexts permuted among units,
 contents kept; stored in a second namespace), ``no-session`` (session spans unused),
 ``no-context-ranking`` (the recall frame unused), ``no-keys`` (no episodic keys: the frame
-alone), ``no-neighbours``, ``no-session-doc``, ``no-window`` and ``no-date`` (one episodic key
-part off each) and ``no-context-synthesis`` (the generator gets plain text; differs from
-``ramem`` only in tokens and answers).
+alone), ``no-neighbours``, ``no-session-doc``, ``no-window``, ``no-date`` and ``no-own`` (one
+episodic key part off each) and ``no-context-synthesis`` (the generator gets plain text;
+differs from ``ramem`` only in tokens and answers).
 
 Every "RaMem minus content-only" figure comes with a paired bootstrap 95% interval over
 questions, overall and per category / question type; LoCoMo figures are also given for the
@@ -61,6 +61,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-session-doc": RetrievalConfig(keys=EpisodicKeys(session_weight=0.0)),
     "no-window": RetrievalConfig(keys=EpisodicKeys(window=0)),
     "no-date": RetrievalConfig(keys=EpisodicKeys(session_date=False)),
+    "no-own": RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")
@@ -296,7 +297,10 @@ def _load(path: str | Path | Sequence[str | Path]) -> list[Any]:
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     items: list[Any] = []
     for one in paths:
-        items.extend(json.loads(Path(one).read_text(encoding="utf-8")))
+        for item in json.loads(Path(one).read_text(encoding="utf-8")):
+            if isinstance(item, dict):
+                item = {**item, "_source": Path(one).stem}
+            items.append(item)
     return items
 
 
@@ -697,6 +701,7 @@ def evaluate_longmemeval(
                     row: dict[str, Any] = {
                         "system": run,
                         "question_id": qid,
+                        "source": item.get("_source"),
                         "question_type": item.get("question_type"),
                         "question": item["question"],
                         "answer": item.get("answer"),
@@ -771,6 +776,9 @@ def evaluate_longmemeval(
     if "content" in options.runs:
         types = sorted({str(r["question_type"]) for r in rows})
         groups: dict[str, Callable[[dict[str, Any]], bool]] = {"all": lambda r: True}
+        sources = sorted({str(r.get("source")) for r in rows})
+        for source in sources if len(sources) > 1 else ():
+            groups[f"file {source}"] = lambda r, f=source: str(r.get("source")) == f  # type: ignore[misc]
         for t in types:
             groups[t] = lambda r, t=t: r["question_type"] == t  # type: ignore[misc]
         summary["paired_vs_content"] = {

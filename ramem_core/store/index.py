@@ -12,7 +12,10 @@ A memory unit is returned as its own lossless content with its coordinates (stag
   matches the question as a whole lifts all of its turns;
 - a **dense key**: its own vector plus the normalised sum of the vectors of its neighbourhood
   window (the turns within ``window`` of it in the session). The dense score is
-  ``cos(turn, q) + cos(window, q) = (v + w) . q``, one matrix-vector product.
+  ``cos(turn, q) + cos(window, q) = (v + w) . q``, one matrix-vector product;
+- the memory's **own** content rankings (its own words, its own vector) beside the episodic
+  ones, with a smaller weight, so that inside a matching episode the turn that says it ranks
+  above its neighbours (turn-level precision).
 
 :class:`EpisodicKeys` names and switches each part (for ablations); :data:`CONTENT_KEYS` turns
 them all off (the content-only baseline). :class:`LexicalIndex` is a BM25 over weighted term
@@ -40,32 +43,42 @@ Scores = npt.NDArray[np.float32]
 class EpisodicKeys:
     """How the episode is reinstated in the search keys of a memory.
 
-    Tuned on the LoCoMo dev split's choose part (conv-26/30/41) and checked on its report
-    part (conv-42/43); see ``benchmarks/results/locomo/report.md``.
+    Every weight was chosen on the choose parts of the dev data only (LoCoMo dev conv-26/30/41,
+    LongMemEval_S dev30) with ``benchmarks/tune_retrieval.py``; the reports show them on the
+    other parts (conv-42/43, dev60).
 
     Attributes:
         neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
-            same session, added to a turn's own lexical key (``()`` turns it off). (0.5, 0.25)
-            was chosen on LoCoMo dev conv-26/30/41; R@10 was flat (within 0.005) for first
-            weights 0.4-0.6.
-        session_date: add the session's month and year words to the lexical keys.
+            same session, added to a turn's own lexical key (``()`` turns it off). (0.5, 0.25);
+            LoCoMo R@10 within 0.005 for first weights 0.5-0.7.
+        session_date: add the session's month and year words to the lexical keys (+0.007
+            LoCoMo R@10, +0.018 temporal).
         session_weight: weight of the session-document rank in the fused score (0 turns it
-            off). Flat for 4-16 on LoCoMo dev conv-26/30/41.
+            off). 4: LoCoMo R@10 0.761 / 0.762 / 0.768 / 0.758 for 2 / 3 / 4 / 6.
         window: turns on each side whose vectors form the dense window key (0 turns it off).
+            1: window 2 gained 0.004 LoCoMo R@10 but cost 0.02 D@1.
+        own_weight: weight of the reciprocal ranks of the memory's own content (own words,
+            own vector) added to the fused score (0 turns it off). 0.25: LongMemEval dev30 turn
+            R@1 0.476 -> 0.619 (neighbour keys alone blur which turn of an episode says it);
+            LoCoMo R@10 0.752 / 0.759 / 0.755 / 0.725 for 0 / 0.25 / 0.5 / 1.
     """
 
     neighbours: tuple[float, ...] = (0.5, 0.25)
     session_date: bool = True
     session_weight: float = 4.0
     window: int = 1
+    own_weight: float = 0.25
 
     def __post_init__(self) -> None:
-        if any(w < 0 for w in self.neighbours) or self.session_weight < 0 or self.window < 0:
+        negative = min((*self.neighbours, self.session_weight, self.window, self.own_weight))
+        if negative < 0:
             msg = f"episodic key weights must be non-negative: {self}"
             raise ValueError(msg)
 
 
-CONTENT_KEYS = EpisodicKeys(neighbours=(), session_date=False, session_weight=0.0, window=0)
+CONTENT_KEYS = EpisodicKeys(
+    neighbours=(), session_date=False, session_weight=0.0, window=0, own_weight=0.0
+)
 """Keys of the content-only baseline: a memory is found by its own words and vector alone."""
 
 
@@ -262,6 +275,11 @@ class EpisodicIndex:
         self.session_of = np.zeros(n, dtype=np.int64)
         self.lexical = LexicalIndex()
         self.sessions = LexicalIndex()
+        self.own: LexicalIndex | None = None
+        if self.keys.own_weight > 0:
+            self.own = LexicalIndex()
+            for counts in own:
+                self.own.add(counts)
         keys_of: list[dict[str, float]] = [{} for _ in range(n)]
         for number, rows in enumerate(sessions.values()):
             rows.sort(key=lambda r: (units[r].context.turn_index, units[r].id))
@@ -281,6 +299,7 @@ class EpisodicIndex:
             self.sessions.add(whole)
         for key in keys_of:
             self.lexical.add(key)
+        self.vectors = vectors
         self.dense_keys = self._dense_keys(vectors) if vectors is not None else None
 
     def _dense_keys(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -308,6 +327,15 @@ class EpisodicIndex:
         if self.dense_keys is None:
             return np.zeros(len(self.session_of), dtype=np.float32)
         return np.asarray(self.dense_keys @ vector, dtype=np.float32)
+
+    def own_scores(
+        self, query: str, vector: npt.NDArray[np.float32]
+    ) -> tuple[Scores | None, Scores | None]:
+        """Every row's own cosine and own-words BM25 (``None`` when ``own_weight`` is 0)."""
+        if self.own is None:
+            return None, None
+        dense = None if self.vectors is None else np.asarray(self.vectors @ vector, np.float32)
+        return dense, self.own.scores(self.tokenize(query))
 
     def session_bonus(self, query: str, rrf_k: int) -> Scores:
         """Each row's share of its session's rank: ``weight / (rrf_k + 1 + session rank)``."""

@@ -295,3 +295,17 @@ def test_participants_constrain_only_when_they_tell_episodes_apart(memory: RaMem
     assert top.contextual
     assert not third.contextual
     assert top.score >= second.score > 1.0 > third.score  # scores fall with rank
+
+
+def test_live_turns_keep_the_episodic_keys_current(memory: RaMem) -> None:
+    at = datetime(2023, 5, 2, 18, 0)
+    memory.add_turn("Alice", "I signed up for a pottery class downtown.", at=at)
+    query = "How was the pottery class downtown?"
+    memory.recall(query, k=3)  # the snapshot is cached now: later turns must update its keys
+    reply = memory.add_turn("Ben", "Nice, how was the first evening?", at=at)
+    later = memory.add_turn("Alice", "It was wonderful, I made a small bowl.", at=at)
+    lexical = {e.unit.id: e.lexical_score for e in memory.recall(query, k=3)}
+    assert lexical[reply.id]  # a neighbour of the turn that named the class
+    assert lexical[later.id]  # two turns away, added after the first recall
+    session = memory.retriever.snapshot(memory.namespace).index
+    assert len(session.session_rows) == 1
