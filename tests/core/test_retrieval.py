@@ -309,3 +309,50 @@ def test_live_turns_keep_the_episodic_keys_current(memory: RaMem) -> None:
     assert lexical[later.id]  # two turns away, added after the first recall
     session = memory.retriever.snapshot(memory.namespace).index
     assert len(session.session_rows) == 1
+
+
+def test_frame_windows_are_padded_by_two_days(memory: RaMem) -> None:
+    # said late on 30 July: just outside "in August", inside it once padded by two days
+    memory.add_conversation(
+        Conversation(
+            "c",
+            (
+                Session(
+                    "J",
+                    (Turn("J:1", "Ben", "We booked the sailing trip."),),
+                    datetime(2023, 7, 30, 23, 0),
+                ),
+                Session("S", (Turn("S:1", "Alice", "Snow again."),), datetime(2023, 12, 1)),
+            ),
+        )
+    )
+    frame = memory.frame("What did Ben book in August?")
+    assert frame.grounded_times
+    snap = memory.retriever.snapshot(memory.namespace)
+    padded = Conditions.of(frame, padding=memory.retriever.config.window_padding)
+    assert {snap.units[i].source_ids[0] for i in padded.mask(snap).nonzero()[0]} == {"J:1"}
+    assert not Conditions.of(frame).mask(snap).any()
+    filtered = memory.store.get(memory.namespace, where=padded.where())
+    assert [u.source_ids[0] for u in filtered] == ["J:1"]  # the Chroma filter agrees
+    [top] = memory.recall("What did Ben book in August?", k=1)
+    assert top.contextual
+
+
+def test_own_content_ranks_the_turn_that_says_it_above_its_neighbours(memory: RaMem) -> None:
+    turns = (
+        Turn("P:1", "Alice", "I signed up for a pottery class downtown."),
+        Turn("P:2", "Ben", "Nice, how was the first evening?"),
+        Turn("P:3", "Alice", "It was wonderful, I made a small bowl."),
+        Turn("P:4", "Ben", "Did you bring it home?"),
+    )
+    memory.add_conversation(Conversation("c", (Session("P", turns, datetime(2023, 5, 2)),)))
+    query = "Who made a small bowl?"
+    with_own = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(own_weight=0.25)))
+    without = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)))
+    assert with_own.recall(query, k=1)[0].unit.source_ids == ("P:3",)
+    scores = {e.unit.source_ids[0]: e.score for e in without.recall(query, k=4)}
+    own = {e.unit.source_ids[0]: e.score for e in with_own.recall(query, k=4)}
+    # the own-content weight widens the turn's lead over its neighbours
+    assert own["P:3"] - max(own["P:2"], own["P:4"]) > scores["P:3"] - max(
+        scores["P:2"], scores["P:4"]
+    )
