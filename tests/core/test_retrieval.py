@@ -356,3 +356,23 @@ def test_own_content_ranks_the_turn_that_says_it_above_its_neighbours(memory: Ra
     assert own["P:3"] - max(own["P:2"], own["P:4"]) > scores["P:3"] - max(
         scores["P:2"], scores["P:4"]
     )
+
+
+def test_the_matching_session_lifts_every_one_of_its_turns(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    query = "grilled sardines by the river"
+    lifted = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=4.0)))
+    flat = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=0.0)))
+    gain = {e.unit.id: e.score for e in lifted.recall(query, k=6)}
+    base = {e.unit.id: e.score for e in flat.recall(query, k=6)}
+    by_session: dict[str, set[float]] = {}
+    for e in lifted.recall(query, k=6):
+        by_session.setdefault(e.unit.context.session_id, set()).add(
+            round(gain[e.unit.id] - base[e.unit.id], 6)
+        )
+    # one bonus per session, the same for each of its turns; the best session gets 4 / 61
+    assert all(len(bonuses) == 1 for bonuses in by_session.values())
+    assert max(b for bonuses in by_session.values() for b in bonuses) == pytest.approx(
+        4 / 61, abs=1e-5
+    )
+    assert min(b for bonuses in by_session.values() for b in bonuses) < 4 / 61
