@@ -41,6 +41,33 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def _interval_plot(
+    plt: Any, summary: dict[str, Any], out: Path, metric: str, label: str
+) -> list[str]:
+    """RaMem minus content-only per category / question type, with paired 95% intervals."""
+    paired = summary.get("paired_vs_content", {}).get("ramem", {}).get(metric)
+    if not paired:
+        return []
+    groups = [g for g, v in paired.items() if v is not None]
+    diffs = [paired[g]["diff"] for g in groups]
+    low = [paired[g]["diff"] - paired[g]["low"] for g in groups]
+    high = [paired[g]["high"] - paired[g]["diff"] for g in groups]
+    fig, ax = plt.subplots(figsize=(7, 0.4 * len(groups) + 1.2))
+    y = list(range(len(groups)))[::-1]
+    ax.errorbar(diffs, y, xerr=[low, high], fmt="o", color="tab:blue", capsize=3)
+    ax.axvline(0.0, color="black", lw=0.8)
+    ax.set_yticks(y)
+    ax.set_yticklabels([f"{g} (n={paired[g]['n']})" for g in groups])
+    ax.set_xlabel(f"RaMem minus content-only, {label}\n(paired bootstrap 95% interval)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(f"{summary['benchmark']}: gain over content-only")
+    fig.tight_layout()
+    name = "gain_intervals.png"
+    fig.savefig(out / name, dpi=110)
+    plt.close(fig)
+    return [name]
+
+
 def _plots(summary: dict[str, Any], out: Path) -> list[str]:
     try:
         import matplotlib
@@ -53,16 +80,17 @@ def _plots(summary: dict[str, Any], out: Path) -> list[str]:
     written: list[str] = []
     if summary["benchmark"] == "locomo":
         k = "10" if 10 in summary["ks"] else str(max(summary["ks"]))
+        systems = [r for r in summary.get("systems") or list(runs) if r in runs]
         fig, ax = plt.subplots(figsize=(9, 4))
-        width = 0.8 / max(1, len(runs))
-        for i, (run, entry) in enumerate(runs.items()):
-            values = [entry["recall"][k].get(c) or 0.0 for c in CATEGORIES]
+        width = 0.8 / max(1, len(systems))
+        for i, run in enumerate(systems):
+            values = [runs[run]["recall"][k].get(c) or 0.0 for c in CATEGORIES]
             ax.bar([x + i * width for x in range(len(CATEGORIES))], values, width, label=run)
-        ax.set_xticks([x + width * (len(runs) - 1) / 2 for x in range(len(CATEGORIES))])
+        ax.set_xticks([x + width * (len(systems) - 1) / 2 for x in range(len(CATEGORIES))])
         ax.set_xticklabels(CATEGORIES)
         ax.set_ylabel(f"evidence Recall@{k}")
         ax.set_ylim(0, 1)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.set_title(f"LoCoMo: evidence Recall@{k} by category")
         fig.tight_layout()
         fig.savefig(out / "recall_by_category.png", dpi=110)
@@ -95,7 +123,26 @@ def _plots(summary: dict[str, Any], out: Path) -> list[str]:
         fig.savefig(out / "d_at_1.png", dpi=110)
         plt.close(fig)
         written.append("d_at_1.png")
+        ablated = [r for r in runs if r not in systems]
+        if ablated:
+            names = ["ramem", *ablated] if "ramem" in runs else ablated
+            values = [runs[r]["recall"][k]["overall"] or 0.0 for r in names]
+            fig, ax = plt.subplots(figsize=(7, 0.35 * len(names) + 1.2))
+            colors = ["tab:blue" if r == "ramem" else "tab:gray" for r in names]
+            ax.barh(names[::-1], values[::-1], color=colors[::-1])
+            if "content" in runs:
+                ax.axvline(runs["content"]["recall"][k]["overall"], color="tab:orange", ls="--")
+                ax.text(runs["content"]["recall"][k]["overall"], -0.9, " content-only", fontsize=8)
+            ax.set_xlabel(f"evidence Recall@{k} (categories 1-4)")
+            ax.set_xlim(0, 1)
+            ax.set_title("LoCoMo: what each part contributes (ablations)")
+            fig.tight_layout()
+            fig.savefig(out / "ablations.png", dpi=110)
+            plt.close(fig)
+            written.append("ablations.png")
+        written += _interval_plot(plt, summary, out, f"recall@{k}", f"Recall@{k}")
     else:
+        written += _interval_plot(plt, summary, out, "turn recall_any@10", "turn recall_any@10")
         fig, ax = plt.subplots(figsize=(7, 4))
         ks = summary["ks"]
         for run, entry in runs.items():
