@@ -154,6 +154,9 @@ def cmd_delete(args: argparse.Namespace, console: Console) -> int:
         memory.drop()
         console.print(f"dropped namespace {memory.namespace!r}")
         return 0
+    if not (args.session or args.conversation):
+        console.print("[red]error:[/red] delete needs --session, --conversation or --all")
+        return 2
     n = memory.delete(session_id=args.session, conversation_id=args.conversation)
     console.print(f"deleted {n} memories")
     return 0
@@ -298,8 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_namespaces)
 
     p = sub.add_parser("delete", help="delete memories of a session or conversation")
-    p.add_argument("--session")
-    p.add_argument("--conversation")
+    p.add_argument("--session", help="a session id (with --conversation when ids repeat)")
+    p.add_argument("--conversation", help="a conversation id (all its sessions)")
     p.add_argument("--all", action="store_true", help="drop the whole namespace")
     p.set_defaults(func=cmd_delete)
 

@@ -362,19 +362,50 @@ class RaMem:
         session_id: str | None = None,
         conversation_id: str | None = None,
     ) -> int:
-        """Delete memories by unit ids, by session, or by conversation; returns the count."""
+        """Delete memories by unit ids, by session, or by conversation; returns the count.
+
+        Targets are plain strings (never filter expressions). A session is deleted within its
+        conversation: ``session_id`` alone is accepted only when exactly one conversation of
+        the namespace has a session of that id. Deleted memories are never served again.
+
+        Raises:
+            InvalidInputError: no target, a target that is not a plain string, or a session id
+                shared by several conversations without ``conversation_id``.
+        """
         ns = self._ns(namespace)
-        clauses: list[dict[str, Any]] = []
-        if session_id is not None:
-            clauses.append({"session_id": session_id})
-        if conversation_id is not None:
-            clauses.append({"conversation_id": conversation_id})
-        if unit_ids is None and not clauses:
+        if unit_ids is None and session_id is None and conversation_id is None:
             raise InvalidInputError("delete needs unit_ids, session_id or conversation_id")
+        for name, value in (("session_id", session_id), ("conversation_id", conversation_id)):
+            if value is not None and (not isinstance(value, str) or not value):
+                msg = f"{name} must be a non-empty string, got {value!r}"
+                raise InvalidInputError(msg)
+        if unit_ids is not None and (
+            isinstance(unit_ids, str) or not all(isinstance(i, str) and i for i in unit_ids)
+        ):
+            msg = f"unit_ids must be a list of non-empty strings, got {unit_ids!r}"
+            raise InvalidInputError(msg)
         with self._lock:
             if unit_ids is not None:
-                deleted = self.store.delete(ns, ids=unit_ids)
+                deleted = self.store.delete(ns, ids=list(unit_ids))
             else:
+                clauses: list[dict[str, Any]] = []
+                if conversation_id is not None:
+                    clauses.append({"conversation_id": conversation_id})
+                if session_id is not None:
+                    if conversation_id is None:
+                        owners = sorted(
+                            {
+                                u.context.conversation_id
+                                for u in self.store.get(ns, where={"session_id": session_id})
+                            }
+                        )
+                        if len(owners) > 1:
+                            msg = (
+                                f"session {session_id!r} exists in conversations "
+                                f"{', '.join(map(repr, owners))}: name the conversation too"
+                            )
+                            raise InvalidInputError(msg)
+                    clauses.append({"session_id": session_id})
                 where = clauses[0] if len(clauses) == 1 else {"$and": clauses}
                 deleted = self.store.delete(ns, where=where)
             self._live = {k: v for k, v in self._live.items() if k[0] != ns}

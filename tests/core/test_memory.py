@@ -149,6 +149,46 @@ def test_delete_by_unit_session_conversation_and_namespace(memory: RaMem) -> Non
         memory.delete()
 
 
+def test_deleted_memories_are_never_served_again(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    query = "grilled sardines by the river"
+    before = memory.recall(query, k=6)  # the snapshot is cached now
+    assert "S2:1" in {e.unit.source_ids[0] for e in before}
+    assert memory.delete(session_id="S2") == 2
+    after = memory.recall(query, k=6)
+    assert {e.unit.context.session_id for e in after} == {"S1", "S3"}
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        {"session_id": {"$ne": "x"}},
+        {"conversation_id": {"$in": ["friends"]}},
+        {"session_id": ""},
+        {"unit_ids": "abc"},
+        {"unit_ids": [{"$ne": "x"}]},
+    ],
+)
+def test_delete_takes_plain_values_only(memory: RaMem, target: dict[str, object]) -> None:
+    memory.add_conversation(two_trips())
+    with pytest.raises(InvalidInputError, match="must be"):
+        memory.delete(**target)  # type: ignore[arg-type]
+    assert memory.count() == 6  # nothing lost
+
+
+def test_a_session_is_deleted_within_its_conversation(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    other = two_trips()
+    memory.add_conversation(Conversation("neighbours", other.sessions, other.participants))
+    with pytest.raises(InvalidInputError, match="exists in conversations 'friends', 'neighbours'"):
+        memory.delete(session_id="S1")
+    assert memory.count() == 12
+    assert memory.delete(session_id="S1", conversation_id="neighbours") == 2
+    kept = {(u.context.conversation_id, u.context.session_id) for u in memory.store.get("default")}
+    assert ("friends", "S1") in kept
+    assert ("neighbours", "S1") not in kept
+
+
 # ---------------------------------------------------------------- bad input loses nothing
 
 
