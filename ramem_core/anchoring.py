@@ -359,9 +359,13 @@ class LLMAnchorer:
         units: list[MemoryUnit] = []
         for attempt in range(2):
             try:
-                reply = self.llm.complete(prompt, version=ANCHOR_PROMPT_VERSION)
-                units = self._parse(
-                    parse_json_object(reply), conversation_id, session, index, begin, turns
+
+                def parse(reply: str) -> list[MemoryUnit]:
+                    data = parse_json_object(reply)
+                    return self._parse(data, conversation_id, session, index, begin, turns)
+
+                units = parse(
+                    self.llm.complete(prompt, version=ANCHOR_PROMPT_VERSION, usable=parse)
                 )
                 break
             except Exception:

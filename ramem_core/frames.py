@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from typing import Any
 
 from ramem_core.anchoring import mentioned_names
 from ramem_core.protocols import LLM, FrameContext
@@ -225,6 +226,18 @@ class RuleFrameInducer:
         )
 
 
+def _frame_reply(reply: str) -> tuple[dict[str, Any], list[Any], list[Any]]:
+    """The JSON object of a frame reply with its ``times`` and ``participants`` lists."""
+    from ramem_core.llm import parse_json_object
+
+    data = parse_json_object(reply)
+    raw_times = data.get("times") or []
+    raw_people = data.get("participants") or []
+    if not isinstance(raw_times, list) or not isinstance(raw_people, list):
+        raise TypeError("'times' and 'participants' must be lists")
+    return data, raw_times, raw_people
+
+
 class LLMFrameInducer:
     """Stage 2 with an LLM: the model proposes the frame, the code grounds it.
 
@@ -249,7 +262,6 @@ class LLMFrameInducer:
     def induce(self, query: str, context: FrameContext) -> RecallFrame:
         """The LLM's frame for ``query``, grounded against ``context`` by code."""
         from ramem_core.anchoring import parse_llm_span
-        from ramem_core.llm import parse_json_object
         from ramem_core.prompts import FRAME_PROMPT, FRAME_PROMPT_VERSION
 
         memory = context.memory_range
@@ -263,11 +275,8 @@ class LLMFrameInducer:
             question=query,
         )
         try:
-            data = parse_json_object(self.llm.complete(prompt, version=FRAME_PROMPT_VERSION))
-            raw_times = data.get("times") or []
-            raw_people = data.get("participants") or []
-            if not isinstance(raw_times, list) or not isinstance(raw_people, list):
-                raise TypeError("'times' and 'participants' must be lists")
+            reply = self.llm.complete(prompt, version=FRAME_PROMPT_VERSION, usable=_frame_reply)
+            data, raw_times, raw_people = _frame_reply(reply)
         except Exception:
             # the call, the JSON or its shape failed: the rule-based frame is the safe answer
             self.fallbacks += 1

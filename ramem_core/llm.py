@@ -12,6 +12,7 @@ import json
 import re
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,31 +73,56 @@ class MeteredLLM:
     def _count(self, text: str) -> int:
         return self.counter.count(text) if self.counter else len(text.split())
 
-    def complete(self, prompt: str, *, version: str = "") -> str:
-        """The model's completion of ``prompt``; ``version`` (the prompt template's version)
-        is part of the cache key so a changed template is never answered from old results."""
+    def complete(
+        self, prompt: str, *, version: str = "", usable: Callable[[str], object] | None = None
+    ) -> str:
+        """The model's completion of ``prompt``.
+
+        Args:
+            prompt: the prompt.
+            version: the prompt template's version, part of the cache key, so a changed
+                template is never answered from old results.
+            usable: checks a reply (raises when it cannot be used). Only usable replies are
+                cached, and a cached reply that is not usable is dropped and asked again, so
+                a stage's retry reaches the model and a bad reply is never reused.
+        """
         key = hashlib.sha256(f"{version}\x1f{self.model_name}\x1f{prompt}".encode()).hexdigest()
         if self._db is not None:
             with self._lock:
                 row = self._db.execute("SELECT text FROM llm WHERE key = ?", (key,)).fetchone()
-            if row is not None:
+            if row is not None and _usable(usable, str(row[0])):
                 with self._lock:
                     self.usage.cached += 1
                 return str(row[0])
+            if row is not None:
+                with self._lock:
+                    self._db.execute("DELETE FROM llm WHERE key = ?", (key,))
+                    self._db.commit()
         try:
             text = self.llm.complete(prompt)
         except Exception:
             with self._lock:
                 self.usage.failures += 1
             raise
+        keep = self._db is not None and _usable(usable, text)
         with self._lock:
             self.usage.calls += 1
             self.usage.prompt_tokens += self._count(prompt)
             self.usage.completion_tokens += self._count(text)
-            if self._db is not None:
+            if keep and self._db is not None:
                 self._db.execute("INSERT OR REPLACE INTO llm VALUES (?, ?)", (key, text))
                 self._db.commit()
         return text
+
+
+def _usable(check: Callable[[str], object] | None, text: str) -> bool:
+    if check is None:
+        return True
+    try:
+        check(text)
+    except Exception:  # the stage's own parser said no: whatever it raised
+        return False
+    return True
 
 
 def parse_json_object(text: str) -> dict[str, Any]:

@@ -341,3 +341,36 @@ def test_evaluation_reports_llm_calls_and_tokens(tmp_path: Path) -> None:
     )
     assert len(fake.prompts) == calls_before
     assert again["llm_usage"]["anchoring_per_turn"]["cached"] == 2
+
+
+def test_only_usable_replies_are_cached_so_the_retry_reaches_the_model(tmp_path: Path) -> None:
+    replies = iter(["not json at all", None])
+
+    def first_bad(prompt: str) -> str:
+        reply = next(replies, None)
+        return reply if reply is not None else good_reply(prompt)
+
+    fake = FakeLLM(first_bad)
+    cache = tmp_path / "llm.sqlite"
+    llm = MeteredLLM(fake, model_name="fake", cache_path=cache)
+    anchorer = LLMAnchorer(llm)
+    units = anchorer.anchor(conversation())
+    assert len(fake.prompts) == 2  # the retry was asked, not answered from the cache
+    assert anchorer.report.as_dict()["fallback_windows"] == 0
+    again = MeteredLLM(fake, model_name="fake", cache_path=cache)
+    assert [u.content for u in LLMAnchorer(again).anchor(conversation())] == [
+        u.content for u in units
+    ]
+    assert (again.usage.calls, again.usage.cached) == (0, 1)  # the good reply, reused
+
+
+def test_a_cached_unusable_reply_is_dropped_and_asked_again(tmp_path: Path) -> None:
+    cache = tmp_path / "llm.sqlite"
+    MeteredLLM(FakeLLM("{}"), model_name="fake", cache_path=cache).complete("p", version="v")
+    fresh = FakeLLM('{"ok": true}')
+    llm = MeteredLLM(fresh, model_name="fake", cache_path=cache)
+    usable = lambda reply: json.loads(reply)["ok"]  # noqa: E731
+    assert llm.complete("p", version="v", usable=usable) == '{"ok": true}'
+    assert fresh.prompts == ["p"]
+    assert llm.complete("p", version="v", usable=usable) == '{"ok": true}'
+    assert (llm.usage.calls, llm.usage.cached) == (1, 1)
