@@ -374,3 +374,13 @@ def test_a_cached_unusable_reply_is_dropped_and_asked_again(tmp_path: Path) -> N
     assert fresh.prompts == ["p"]
     assert llm.complete("p", version="v", usable=usable) == '{"ok": true}'
     assert (llm.usage.calls, llm.usage.cached) == (1, 1)
+
+
+def test_an_unusable_reply_is_never_stored(tmp_path: Path) -> None:
+    cache = tmp_path / "llm.sqlite"
+    usable = lambda reply: json.loads(reply)["ok"]  # noqa: E731
+    bad = MeteredLLM(FakeLLM("no json"), model_name="fake", cache_path=cache)
+    assert bad.complete("p", version="v", usable=usable) == "no json"  # returned, not kept
+    plain = FakeLLM("anything")
+    MeteredLLM(plain, model_name="fake", cache_path=cache).complete("p", version="v")
+    assert plain.prompts == ["p"]  # nothing was cached for that prompt
