@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from itertools import count
 
@@ -178,3 +179,40 @@ def test_langchain_embeddings_and_chat_model_plug_into_the_core(tmp_path) -> Non
 
 def _system_text(messages: list[BaseMessage]) -> str:
     return messages[0].text if isinstance(messages[0], SystemMessage) else ""
+
+
+def test_the_readme_agent_snippet_works_as_written(memory: RaMem, tmp_path) -> None:
+    from pathlib import Path
+
+    from ramem_core.loaders import demo_conversation
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## LangChain and LlamaIndex")[1].split("```python")[1].split("```")[0]
+    conversation, _ = demo_conversation()
+    path = tmp_path / "conversation.json"
+    path.write_text(
+        json.dumps(
+            {
+                "id": conversation.id,
+                "participants": list(conversation.participants),
+                "sessions": [
+                    {
+                        "id": s.id,
+                        "time": s.time.isoformat() if s.time else None,
+                        "turns": [
+                            {"id": t.id, "speaker": t.speaker, "text": t.text} for t in s.turns
+                        ],
+                    }
+                    for s in conversation.sessions
+                ],
+            }
+        )
+    )
+    model = ScriptedChatModel(replies=["Your doctor said your blood pressure is normal."])
+    code = block.replace('"openai:gpt-4o-mini"', "model").replace(
+        '"conversation.json"', repr(str(path))
+    )
+    exec(code, {"memory": memory, "model": model})
+    [sent] = model.calls
+    assert "<memory" in sent[0].text  # the model saw Alice's memories
+    assert memory.count("alice") > 0
