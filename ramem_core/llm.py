@@ -90,7 +90,7 @@ class MeteredLLM:
         if self._db is not None:
             with self._lock:
                 row = self._db.execute("SELECT text FROM llm WHERE key = ?", (key,)).fetchone()
-            if row is not None:
+            if row is not None and _usable(usable, str(row[0])):
                 with self._lock:
                     self.usage.cached += 1
                 return str(row[0])
