@@ -330,13 +330,19 @@ class Retriever:
             lexical = index.lexical_scores(text)
             fused += 1.0 / (cfg.rrf_k + 1 + ranks(lexical, cfg.depth, mask))
             fused += index.session_bonus(text, cfg.rrf_k)
-        own_dense, own_lexical = index.own_scores(text, vector)
-        weight = cfg.keys.own_weight
-        if cfg.dense and own_dense is not None:
-            own = ranks(own_dense, cfg.depth, mask, positive=False)
-            fused += weight / (cfg.rrf_k + 1 + own)
-        if cfg.lexical and own_lexical is not None:
-            fused += weight / (cfg.rrf_k + 1 + ranks(own_lexical, cfg.depth, mask))
+        if cfg.keys.own_weight > 0:
+            # the memory's own content re-ranks the episodic candidates: beyond the top
+            # ``depth`` every memory sits in the tail of the own rankings anyway
+            rows = np.flatnonzero(np.isfinite(fused) if mask is None else mask)
+            if len(rows) > cfg.depth:
+                rows = rows[np.argpartition(-fused[rows], cfg.depth - 1)[: cfg.depth]]
+            own_dense, own_lexical = index.own_scores(text, vector, rows)
+            weight = cfg.keys.own_weight
+            if cfg.dense and own_dense is not None:
+                own = ranks(own_dense, cfg.depth, mask, positive=False)
+                fused += weight / (cfg.rrf_k + 1 + own)
+            if cfg.lexical and own_lexical is not None:
+                fused += weight / (cfg.rrf_k + 1 + ranks(own_lexical, cfg.depth, mask))
         if mask is not None:
             fused[~mask] = -np.inf
         return Ranking(fused, dense, lexical)

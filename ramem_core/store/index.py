@@ -202,6 +202,11 @@ class LexicalIndex:
             self._arrays.pop(term, None)
         self._length_array = None
 
+    def freeze(self) -> None:
+        """Build every term's posting arrays now (after a bulk build), not on first query."""
+        for term in self._postings:
+            self._posting(term)
+
     def replace(self, doc: int, counts: dict[str, float]) -> int:
         """Remove ``doc`` and append ``counts`` in its stead; returns the new id."""
         self.remove(doc)
@@ -299,6 +304,9 @@ class EpisodicIndex:
             self.sessions.add(whole)
         for key in keys_of:
             self.lexical.add(key)
+        for built in (self.lexical, self.sessions, self.own):
+            if built is not None:
+                built.freeze()
         self.vectors = vectors
         self.dense_keys = self._dense_keys(vectors) if vectors is not None else None
 
@@ -329,13 +337,20 @@ class EpisodicIndex:
         return np.asarray(self.dense_keys @ vector, dtype=np.float32)
 
     def own_scores(
-        self, query: str, vector: npt.NDArray[np.float32]
+        self, query: str, vector: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
     ) -> tuple[Scores | None, Scores | None]:
-        """Every row's own cosine and own-words BM25 (``None`` when ``own_weight`` is 0)."""
+        """The own cosine and own-words BM25 of the memories at ``rows`` (``-inf`` elsewhere);
+        ``None`` when ``own_weight`` is 0."""
         if self.own is None:
             return None, None
-        dense = None if self.vectors is None else np.asarray(self.vectors @ vector, np.float32)
-        return dense, self.own.scores(self.tokenize(query))
+        n = len(self.session_of)
+        dense = None
+        if self.vectors is not None:
+            dense = np.full(n, -np.inf, dtype=np.float32)
+            dense[rows] = self.vectors[rows] @ vector
+        lexical = np.zeros(n, dtype=np.float32)
+        lexical[rows] = self.own.scores(self.tokenize(query))[rows]
+        return dense, lexical
 
     def session_bonus(self, query: str, rrf_k: int) -> Scores:
         """Each row's share of its session's rank: ``weight / (rrf_k + 1 + session rank)``."""
