@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ramem_core.errors import RaMemError
 from ramem_core.temporal import describe, parse_timestamp
@@ -120,6 +120,8 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
         llm = _metered(args)
         inducer = LLMFrameInducer(llm)
     memory = _open(args, config=config, inducer=inducer)
+    if not _known_namespace(memory, console):
+        return 1
     frame = memory.frame(args.question, at=_at(args.at))
     console.rule(args.question)
     print_frame(console, frame)
@@ -135,8 +137,23 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _known_namespace(memory: Any, console: Console) -> bool:
+    """Say so when the namespace asked about does not exist (a read never creates it)."""
+    if memory.store.has_namespace(memory.namespace):
+        return True
+    known = ", ".join(memory.store.namespaces()) or "none yet"
+    console.print(
+        f"[red]error:[/red] namespace {memory.namespace!r} does not exist "
+        f"(known: {known}); ingest into it first"
+    )
+    return False
+
+
 def cmd_frame(args: argparse.Namespace, console: Console) -> int:
-    frame = _open(args).frame(args.question, at=_at(args.at))
+    memory = _open(args)
+    if not _known_namespace(memory, console):
+        return 1
+    frame = memory.frame(args.question, at=_at(args.at))
     print_frame(console, frame)
     return 0
 

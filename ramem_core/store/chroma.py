@@ -170,6 +170,18 @@ class ChromaStore:
         self._collections[namespace] = collection
         return collection
 
+    def _existing(self, namespace: str) -> Collection | None:
+        """The collection of ``namespace`` if it exists; reads never create one."""
+        if namespace in self._collections:
+            return self._collections[namespace]
+        if namespace not in self.namespaces():
+            return None
+        return self.collection(namespace)
+
+    def has_namespace(self, namespace: str) -> bool:
+        """True when ``namespace`` exists in this store (it may still be empty)."""
+        return namespace in self._collections or check_namespace(namespace) in self.namespaces()
+
     def namespaces(self) -> list[str]:
         """Namespaces that have a collection in this store."""
         names = [c if isinstance(c, str) else c.name for c in self.client.list_collections()]
@@ -234,7 +246,9 @@ class ChromaStore:
         self, namespace: str, *, ids: Sequence[str] | None = None, where: Where | None = None
     ) -> int:
         """Delete memories by id or by a metadata filter; returns how many were deleted."""
-        collection = self.collection(namespace)
+        collection = self._existing(namespace)
+        if collection is None:
+            return 0
         if ids is not None:
             found = self.existing_ids(namespace, ids)
             for chunk in _chunks(found):
@@ -251,12 +265,15 @@ class ChromaStore:
     # ------------------------------------------------------------------ reads
 
     def count(self, namespace: str) -> int:
-        """Number of memories in ``namespace``."""
-        return int(self.collection(namespace).count())
+        """Number of memories in ``namespace`` (0 for an unknown one, which is not created)."""
+        collection = self._existing(namespace)
+        return 0 if collection is None else int(collection.count())
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> list[str]:
         """The ids among ``ids`` that are stored."""
-        collection = self.collection(namespace)
+        collection = self._existing(namespace)
+        if collection is None:
+            return []
         found: list[str] = []
         for chunk in _chunks(ids):  # SQLite caps the number of variables in one statement
             found.extend(collection.get(ids=chunk, include=[])["ids"])
@@ -285,7 +302,10 @@ class ChromaStore:
         where: Where | None = None,
         vectors: bool = False,
     ) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
-        collection = self.collection(namespace)
+        dim = self.embedder.dimension
+        collection = self._existing(namespace)
+        if collection is None:
+            return [], np.zeros((0, dim), dtype=np.float32)
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
         units: list[MemoryUnit] = []
         rows: list[npt.NDArray[np.float32]] = []
@@ -308,7 +328,6 @@ class ChromaStore:
             if len(result["ids"]) < _BATCH:
                 break
             offset += _BATCH
-        dim = self.embedder.dimension
         matrix = np.concatenate(rows) if rows else np.zeros((0, dim), dtype=np.float32)
         return units, matrix
 
@@ -325,6 +344,9 @@ class ChromaStore:
         }
         if where is not None:
             kwargs["where"] = where
-        result = self.collection(namespace).query(**kwargs)
+        collection = self._existing(namespace)
+        if collection is None:
+            return []
+        result = collection.query(**kwargs)
         distances = (result["distances"] or [[]])[0]
         return [(i, 1.0 - float(d)) for i, d in zip(result["ids"][0], distances, strict=True)]

@@ -96,3 +96,18 @@ def test_llm_options_route_every_stage_through_the_model(
     out = capsys.readouterr().out
     assert "LLM memory of D1:1" in out
     assert "answer: 7 May 2023" in out
+
+
+def test_ask_on_a_mistyped_namespace_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json")]) == 0
+    capsys.readouterr()
+    assert main([*db, "--namespace", "defualt", "ask", "Who is Caroline?"]) == 1
+    out = capsys.readouterr().out
+    assert "namespace 'defualt' does not exist (known: default)" in out
+    assert main([*db, "--namespace", "defualt", "frame", "Who is Caroline?"]) == 1
+    capsys.readouterr()
+    assert main([*db, "namespaces"]) == 0
+    assert "defualt" not in capsys.readouterr().out  # the read did not create it

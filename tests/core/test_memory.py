@@ -301,3 +301,14 @@ def test_own_writes_update_the_snapshot_without_reloading(
     first_turn = next(e.unit for e in mine if e.unit.content.startswith("Ben: I ate sardines"))
     assert first_turn.context.session_span is not None
     assert first_turn.context.session_span.end == t0 + timedelta(minutes=3)  # grown in place
+
+
+def test_reads_of_an_unknown_namespace_never_create_it(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    assert memory.recall("sardines", k=3, namespace="nobody") == []
+    assert memory.count("nobody") == 0
+    assert memory.delete(conversation_id="friends", namespace="nobody") == 0
+    assert memory.store.get("nobody") == []
+    assert memory.situate("sardines", namespace="nobody").text == ""
+    assert memory.store.namespaces() == ["default"]
+    assert not memory.store.has_namespace("nobody")
