@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -43,9 +44,32 @@ def default_path() -> Path:
     return Path(data) / "ramem"
 
 
+EARLIEST = datetime(1900, 1, 1)
+"""The earliest time a live turn or a query may carry."""
+LATEST = datetime(2200, 1, 1)
+"""The latest time a live turn or a query may carry (``datetime.max`` would break every later
+recall of the namespace: spans are widened and shifted by days)."""
+
+
 def _naive(moment: datetime) -> datetime:
     if moment.tzinfo is not None:
         return moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+def _moment(value: object, what: str) -> datetime:
+    """``value`` as a naive UTC datetime within [EARLIEST, LATEST], else InvalidInputError."""
+    if not isinstance(value, datetime):
+        msg = f"{what!r} must be a datetime, got {type(value).__name__}"
+        raise InvalidInputError(msg)
+    try:
+        moment = _naive(value)
+    except (OverflowError, ValueError) as exc:
+        msg = f"{what!r} {value!r} cannot be converted to UTC: {exc}"
+        raise InvalidInputError(msg) from exc
+    if not EARLIEST <= moment <= LATEST:
+        msg = f"{what!r} {moment:%Y-%m-%d} lies outside {EARLIEST:%Y}-{LATEST:%Y}"
+        raise InvalidInputError(msg)
     return moment
 
 
@@ -269,13 +293,19 @@ class RaMem:
         with ``new_session=True`` or :meth:`end_session`. The session's span grows with each
         turn, and the memories already stored for it are updated to the new span.
 
+        Every call stores a new memory with an id of its own, so several writers recording
+        the same conversation never overwrite each other. A message ending in "?" is stored
+        without an event time: asking about August is not an event in August.
+
+        Raises:
+            InvalidInputError: ``at`` is not a datetime or lies outside
+                :data:`EARLIEST`-:data:`LATEST`; an empty or oversized turn.
+
         Returns:
             The stored memory unit.
         """
         ns = self._ns(namespace)
-        if not isinstance(at, datetime):
-            msg = f"'at' must be a datetime, got {type(at).__name__}"
-            raise InvalidInputError(msg)
+        moment = _moment(at, "at")
         if not isinstance(speaker, str) or not speaker.strip():
             raise InvalidInputError("a turn needs a speaker")
         if not isinstance(text, str) or (not text.strip() and not image_caption):
@@ -283,7 +313,6 @@ class RaMem:
         if len(text) > MAX_TURN_CHARS:
             msg = f"turn has {len(text)} characters (limit {MAX_TURN_CHARS})"
             raise InvalidInputError(msg)
-        moment = _naive(at)
         with self._lock:
             live = self._live_session(ns, conversation_id)
             if live is None or new_session or live.closed or moment - live.last > self.session_gap:
@@ -294,7 +323,9 @@ class RaMem:
             live.last = max(live.last, moment)
             if speaker not in live.speakers:
                 live.speakers.append(speaker)
-            turn = Turn(f"{live.session_id}:{live.turns}", speaker, text, moment, image_caption)
+            # unique per live message: two writers on one conversation never share an id
+            turn_id = f"{live.session_id}:{live.turns}-{uuid.uuid4().hex[:12]}"
+            turn = Turn(turn_id, speaker, text, moment, image_caption)
             conversation = Conversation(
                 conversation_id,
                 (Session(live.session_id, (turn,), moment),),
@@ -302,6 +333,7 @@ class RaMem:
             )
             span = TimeSpan(live.start, live.last, Granularity.INSTANT)
             [unit] = self.anchorer.anchor(conversation)
+            asked = text.rstrip().endswith("?")
             unit = replace(
                 unit,
                 context=replace(
@@ -309,6 +341,10 @@ class RaMem:
                     session_span=span,
                     session_index=live.session_index,
                     turn_index=live.turns - 1,
+                    # a question is not an event: "what did the dentist say in August?" asked
+                    # today happened today, and its "August" is a guess, not a time it names
+                    event_time=None if asked else unit.context.event_time,
+                    mentions=() if asked else unit.context.mentions,
                 ),
             )
             earlier = [
@@ -433,7 +469,7 @@ class RaMem:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("the query is empty")
         ns = self._ns(namespace)
-        now = _naive(at) if at is not None else None
+        now = _moment(at, "at") if at is not None else None
         if now is None and (last := self.retriever.last_session_end(ns)) is not None:
             now = last.end
         snap = self.retriever.snapshot(ns)

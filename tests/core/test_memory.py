@@ -312,3 +312,61 @@ def test_reads_of_an_unknown_namespace_never_create_it(memory: RaMem) -> None:
     assert memory.situate("sardines", namespace="nobody").text == ""
     assert memory.store.namespaces() == ["default"]
     assert not memory.store.has_namespace("nobody")
+
+
+# ---------------------------------------------------------------- live use
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        datetime.max,
+        datetime.min,
+        datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=-5))),
+        datetime(1066, 10, 14),
+    ],
+)
+def test_an_absurd_timestamp_is_refused_and_breaks_nothing(memory: RaMem, at: datetime) -> None:
+    memory.add_conversation(two_trips())
+    with pytest.raises(InvalidInputError, match="'at'"):
+        memory.add_turn("Ben", "hello", at=at)
+    with pytest.raises(InvalidInputError, match="'at'"):
+        memory.recall("sardines", k=1, at=at)
+    assert memory.count() == 6
+    assert memory.recall("What did Ben eat in August?", k=1)  # the namespace still works
+
+
+def test_two_writers_on_one_conversation_lose_nothing(store: ChromaStore) -> None:
+    first, second = RaMem(store), RaMem(store)
+    start = datetime(2023, 9, 1, 10, 0)
+    for i in range(10):  # interleaved, as two workers recording one user would
+        first.add_turn("user", f"message {i} from worker one", at=start + timedelta(minutes=i))
+        second.add_turn("user", f"message {i} from worker two", at=start + timedelta(minutes=i))
+    assert first.count() == 20
+    contents = {u.content for u in store.get("default")}
+    assert "user: message 9 from worker one" in contents
+    assert "user: message 9 from worker two" in contents
+
+
+def test_live_questions_after_an_imported_history_still_ground(memory: RaMem) -> None:
+    # a 2023 history with one dentist visit in August, then a live exchange in late 2026
+    dentist = Session(
+        "D",
+        (Turn("D:1", "user", "The dentist said my gums look much better."),),
+        datetime(2023, 8, 14, 9, 0),
+    )
+    memory.add_conversation(
+        Conversation("history", (*two_trips().sessions, dentist), ("Alice", "Ben", "user"))
+    )
+    question = "What did my dentist say in August?"
+    asked = memory.add_exchange(
+        question, "Let me check.", at=datetime(2026, 12, 3, 10, 0), conversation_id="chat"
+    )
+    assert asked[0].context.event_time is None  # the question is not an August event
+    assert asked[0].context.mentions == ()
+    frame = memory.frame(question)
+    [august] = frame.grounded_times
+    assert august.window is not None
+    assert august.window.start == datetime(2023, 8, 1)  # the August memory covers
+    top = memory.recall(question, k=3)
+    assert "D:1" in {e.unit.source_ids[0] for e in top}
