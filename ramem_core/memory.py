@@ -132,6 +132,22 @@ class RaMem:
         self._counter = counter
         self._live: dict[tuple[str, str], _LiveSession] = {}
         self._lock = threading.RLock()
+        self._owns_store = False
+
+    def close(self) -> None:
+        """Drop the cached snapshots and, for a memory made by :meth:`open` or
+        :meth:`ephemeral`, close its store (files and connections are released)."""
+        with self._lock:
+            self.retriever.invalidate()
+            self._live.clear()
+            if self._owns_store:
+                self.store.close()
+
+    def __enter__(self) -> RaMem:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ------------------------------------------------------------------ opening
 
@@ -155,7 +171,9 @@ class RaMem:
             store = ChromaStore.http(host, port, embedder)
         else:
             store = ChromaStore.persistent(path or default_path(), embedder)
-        return cls(store, **kwargs)
+        memory = cls(store, **kwargs)
+        memory._owns_store = True
+        return memory
 
     @classmethod
     def ephemeral(cls, *, embedder: Embedder | None = None, **kwargs: Any) -> RaMem:
@@ -164,7 +182,9 @@ class RaMem:
             from ramem_core.embedding import MiniLMEmbedder
 
             embedder = MiniLMEmbedder()
-        return cls(ChromaStore.ephemeral(embedder), **kwargs)
+        memory = cls(ChromaStore.ephemeral(embedder), **kwargs)
+        memory._owns_store = True
+        return memory
 
     @property
     def counter(self) -> TokenCounter:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -217,7 +218,8 @@ class Ranking:
 class Retriever:
     """Validity-aware retrieval over a :class:`ChromaStore`.
 
-    Keeps one :class:`Snapshot` per namespace. It is rebuilt after this process writes
+    Keeps one :class:`Snapshot` per namespace, for at most ``max_snapshots`` namespaces (the
+    least recently used is dropped first). It is rebuilt after this process writes
     (:meth:`invalidate`) and when the namespace's size in Chroma changed, which is checked at
     most every ``refresh_seconds`` (writes by other processes show up within that time).
     """
@@ -229,15 +231,28 @@ class Retriever:
         config: RetrievalConfig | None = None,
         *,
         refresh_seconds: float = 1.0,
+        max_snapshots: int = 16,
     ) -> None:
+        if max_snapshots < 1:
+            msg = f"max_snapshots must be at least 1, got {max_snapshots}"
+            raise InvalidInputError(msg)
         self.store = store
         self.embedder = embedder
         self.config = config or RetrievalConfig()
         self.refresh_seconds = refresh_seconds
-        self._snapshots: dict[str, tuple[float, Snapshot]] = {}
+        self.max_snapshots = max_snapshots
+        self._snapshots: OrderedDict[str, tuple[float, Snapshot]] = OrderedDict()
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ snapshots
+
+    def _remember(self, namespace: str, checked: float, snap: Snapshot) -> None:
+        """Cache ``snap`` as the newest entry; drop the least recently used beyond the bound.
+        (Call with the lock held.)"""
+        self._snapshots[namespace] = (checked, snap)
+        self._snapshots.move_to_end(namespace)
+        while len(self._snapshots) > self.max_snapshots:
+            self._snapshots.popitem(last=False)
 
     def invalidate(self, namespace: str | None = None) -> None:
         """Forget the snapshot of ``namespace`` (of every namespace when ``None``)."""
@@ -280,24 +295,26 @@ class Retriever:
             self.config.keys,
         )
         with self._lock:
-            self._snapshots[namespace] = (checked, merged)
+            self._remember(namespace, checked, merged)
 
     def snapshot(self, namespace: str) -> Snapshot:
         """The namespace's snapshot, rebuilt from Chroma when it is stale."""
         now = time.monotonic()
         with self._lock:
             cached = self._snapshots.get(namespace)
+            if cached is not None:
+                self._snapshots.move_to_end(namespace)
         if cached is not None:
             checked, snap = cached
             if now - checked < self.refresh_seconds or self.store.count(namespace) == len(snap):
                 if now - checked >= self.refresh_seconds:
                     with self._lock:
-                        self._snapshots[namespace] = (now, snap)
+                        self._remember(namespace, now, snap)
                 return snap
         units, vectors = self.store.load(namespace)
         snap = Snapshot(units, vectors, self.config.keys)
         with self._lock:
-            self._snapshots[namespace] = (now, snap)
+            self._remember(namespace, now, snap)
         return snap
 
     def time_range(self, namespace: str) -> TimeSpan | None:

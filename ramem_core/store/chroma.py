@@ -101,11 +101,41 @@ class ChromaStore:
         prefix: prefix of the collection names RaMem owns.
     """
 
-    def __init__(self, client: ClientAPI, embedder: Embedder, *, prefix: str = "ramem") -> None:
+    def __init__(
+        self,
+        client: ClientAPI,
+        embedder: Embedder,
+        *,
+        prefix: str = "ramem",
+        owns_client: bool = False,
+    ) -> None:
         self.client = client
         self.embedder = embedder
         self.prefix = prefix
+        self.owns_client = owns_client
+        self.closed = False
         self._collections: dict[str, Collection] = {}
+
+    def close(self) -> None:
+        """Release the store's files and connections (a no-op the second time).
+
+        A client this store created (:meth:`persistent`, :meth:`http`) is closed; an ephemeral
+        client is shared by every in-process Chroma client, so it is only let go of. Any use
+        after this raises :class:`StoreError`.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        self._collections.clear()
+        close = getattr(self.client, "close", None)
+        if self.owns_client and callable(close):
+            close()
+
+    def __enter__(self) -> ChromaStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ------------------------------------------------------------------ constructors
 
@@ -115,7 +145,8 @@ class ChromaStore:
         import chromadb
 
         Path(path).mkdir(parents=True, exist_ok=True)
-        return cls(chromadb.PersistentClient(path=str(path), settings=_settings()), embedder)
+        client = chromadb.PersistentClient(path=str(path), settings=_settings())
+        return cls(client, embedder, owns_client=True)
 
     @classmethod
     def ephemeral(cls, embedder: Embedder) -> ChromaStore:
@@ -134,15 +165,20 @@ class ChromaStore:
         except Exception as exc:  # chromadb raises plain exceptions when the server is down
             msg = f"cannot reach the Chroma server at {host}:{port}: {exc}"
             raise StoreError(msg) from exc
-        return cls(client, embedder)
+        return cls(client, embedder, owns_client=True)
 
     # ------------------------------------------------------------------ collections
 
     def _name(self, namespace: str) -> str:
         return f"{self.prefix}_{check_namespace(namespace)}"
 
+    def _open(self) -> None:
+        if self.closed:
+            raise StoreError("this memory store is closed; open it again to use it")
+
     def collection(self, namespace: str) -> Collection:
         """The collection of ``namespace``, created on first use."""
+        self._open()
         cached = self._collections.get(namespace)
         if cached is not None:
             return cached
@@ -184,6 +220,7 @@ class ChromaStore:
 
     def namespaces(self) -> list[str]:
         """Namespaces that have a collection in this store."""
+        self._open()
         names = [c if isinstance(c, str) else c.name for c in self.client.list_collections()]
         start = f"{self.prefix}_"
         return sorted(n[len(start) :] for n in names if n.startswith(start))

@@ -370,3 +370,43 @@ def test_live_questions_after_an_imported_history_still_ground(memory: RaMem) ->
     assert august.window.start == datetime(2023, 8, 1)  # the August memory covers
     top = memory.recall(question, k=3)
     assert "D:1" in {e.unit.source_ids[0] for e in top}
+
+
+# ---------------------------------------------------------------- resources
+
+
+def test_a_closed_memory_releases_its_directory(tmp_path: Path) -> None:
+    with RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter()) as memory:
+        memory.add_conversation(two_trips())
+    with pytest.raises(StoreError, match="closed"):
+        memory.count()
+    memory.close()  # twice is fine
+    again = RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter())
+    assert again.count() == 6  # reopened in the same process, nothing lost
+    again.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts Linux descriptors")
+def test_opening_and_closing_many_memories_does_not_pile_up_descriptors(tmp_path: Path) -> None:
+    def descriptors() -> int:
+        return len(list(Path("/proc/self/fd").iterdir()))
+
+    before = descriptors()
+    for i in range(12):
+        with RaMem.open(tmp_path / f"db{i}", embedder=HashEmbedder()) as memory:
+            memory.add_turn("user", "hello", at=datetime(2023, 1, 1))
+            memory.recall("hello", k=1)
+    assert descriptors() - before < 12  # about 10 per open memory without close()
+
+
+def test_snapshot_cache_keeps_the_most_recently_used_namespaces(store: ChromaStore) -> None:
+    from ramem_core.retrieval import Retriever
+
+    memory = RaMem(store, counter=WordCounter())
+    memory.retriever = Retriever(store, store.embedder, max_snapshots=2)
+    for ns in ("a1", "b2", "c3"):
+        memory.add_conversation(two_trips(), namespace=ns)
+    for ns in ("a1", "b2", "a1", "c3"):
+        memory.recall("sardines", k=1, namespace=ns)
+    assert list(memory.retriever._snapshots) == ["a1", "c3"]  # b2 was least recently used
+    assert memory.recall("sardines", k=1, namespace="b2")  # rebuilt on demand
