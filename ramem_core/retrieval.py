@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from ramem_core.errors import InvalidInputError
 from ramem_core.protocols import Embedder
-from ramem_core.store.chroma import ChromaStore
+from ramem_core.store.chroma import ChromaStore, Version
 from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys, Scores, ranks
 from ramem_core.store.snapshot import Mask, Snapshot
 from ramem_core.temporal import describe
@@ -215,13 +215,23 @@ class Ranking:
         return [int(r) for r in best[np.argsort(-self.fused[best], kind="stable")]]
 
 
+@dataclass(slots=True)
+class _Cached:
+    checked: float  # when the version was last compared with the store's (monotonic clock)
+    snap: Snapshot
+    version: Version  # the store's version the snapshot holds all writes of
+
+
 class Retriever:
     """Validity-aware retrieval over a :class:`ChromaStore`.
 
     Keeps one :class:`Snapshot` per namespace, for at most ``max_snapshots`` namespaces (the
-    least recently used is dropped first). It is rebuilt after this process writes
-    (:meth:`invalidate`) and when the namespace's size in Chroma changed, which is checked at
-    most every ``refresh_seconds`` (writes by other processes show up within that time).
+    least recently used is dropped first). Consistency: a snapshot remembers the namespace's
+    write version it was built from (:meth:`ChromaStore.version`); at most every
+    ``refresh_seconds`` it is compared with the store's, and any write by another writer
+    (another worker, process or server client: inserts, edits and deletes alike) makes it
+    reload. This process's own writes are folded in at once (:meth:`absorb`). So another
+    worker's write is served within ``refresh_seconds``, this process's at once.
     """
 
     def __init__(
@@ -241,15 +251,15 @@ class Retriever:
         self.config = config or RetrievalConfig()
         self.refresh_seconds = refresh_seconds
         self.max_snapshots = max_snapshots
-        self._snapshots: OrderedDict[str, tuple[float, Snapshot]] = OrderedDict()
+        self._snapshots: OrderedDict[str, _Cached] = OrderedDict()
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ snapshots
 
-    def _remember(self, namespace: str, checked: float, snap: Snapshot) -> None:
-        """Cache ``snap`` as the newest entry; drop the least recently used beyond the bound.
-        (Call with the lock held.)"""
-        self._snapshots[namespace] = (checked, snap)
+    def _remember(self, namespace: str, cached: _Cached) -> None:
+        """Cache a snapshot as the newest entry; drop the least recently used beyond the
+        bound. (Call with the lock held.)"""
+        self._snapshots[namespace] = cached
         self._snapshots.move_to_end(namespace)
         while len(self._snapshots) > self.max_snapshots:
             self._snapshots.popitem(last=False)
@@ -272,13 +282,20 @@ class Retriever:
 
         Rebuilding from Chroma after every live turn would cost seconds at 10k memories; this
         rebuilds the in-memory index instead. ``vectors`` maps the ids of new (or re-embedded)
-        units to their vectors; units without one keep the vector the snapshot holds.
+        units to their vectors; units without one keep the vector the snapshot holds. When
+        another writer wrote since the snapshot was built, it is dropped instead (the next
+        read reloads it).
         """
         with self._lock:
             cached = self._snapshots.get(namespace)
         if cached is None or not units:
             return  # nothing cached: the next snapshot() loads from Chroma anyway
-        checked, snap = cached
+        version = self.store.version(namespace)
+        mine = self.store.writer
+        if {v for v in version if v[0] != mine} != {v for v in cached.version if v[0] != mine}:
+            self.invalidate(namespace)  # someone else wrote too: reload rather than merge
+            return
+        snap = cached.snap
         changed = {u.id: u for u in units}
         fresh = dict(vectors or {})
         keep = [i for i, u in enumerate(snap.units) if u.id not in changed]
@@ -295,26 +312,26 @@ class Retriever:
             self.config.keys,
         )
         with self._lock:
-            self._remember(namespace, checked, merged)
+            self._remember(namespace, _Cached(cached.checked, merged, version))
 
     def snapshot(self, namespace: str) -> Snapshot:
-        """The namespace's snapshot, rebuilt from Chroma when it is stale."""
+        """The namespace's snapshot, rebuilt from Chroma when another writer changed it."""
         now = time.monotonic()
         with self._lock:
             cached = self._snapshots.get(namespace)
             if cached is not None:
                 self._snapshots.move_to_end(namespace)
-        if cached is not None:
-            checked, snap = cached
-            if now - checked < self.refresh_seconds or self.store.count(namespace) == len(snap):
-                if now - checked >= self.refresh_seconds:
-                    with self._lock:
-                        self._remember(namespace, now, snap)
-                return snap
+        if cached is not None and now - cached.checked < self.refresh_seconds:
+            return cached.snap
+        version = self.store.version(namespace)  # first the version, then the data
+        if cached is not None and version == cached.version:
+            with self._lock:
+                cached.checked = now
+            return cached.snap
         units, vectors = self.store.load(namespace)
         snap = Snapshot(units, vectors, self.config.keys)
         with self._lock:
-            self._remember(namespace, now, snap)
+            self._remember(namespace, _Cached(now, snap, version))
         return snap
 
     def time_range(self, namespace: str) -> TimeSpan | None:

@@ -8,6 +8,7 @@ vectors always come from RaMem's embedder, never from Chroma's default embedding
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 _NAMESPACE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,120}[A-Za-z0-9])?$")
 _BATCH = 2000  # below Chroma's max batch size on every backend
 Where = Mapping[str, Any]
+Version = frozenset[tuple[str, int]]
+"""A namespace's write version: (writer, sequence number) of every store that wrote to it."""
 
 
 def _settings() -> Any:
@@ -115,6 +118,10 @@ class ChromaStore:
         self.owns_client = owns_client
         self.closed = False
         self._collections: dict[str, Collection] = {}
+        # freshness: each store instance is one writer with its own sequence number
+        self.writer = uuid.uuid4().hex
+        self._sequence = 0
+        self._versions: Collection | None = None
 
     def close(self) -> None:
         """Release the store's files and connections (a no-op the second time).
@@ -218,6 +225,45 @@ class ChromaStore:
         """True when ``namespace`` exists in this store (it may still be empty)."""
         return namespace in self._collections or check_namespace(namespace) in self.namespaces()
 
+    # ------------------------------------------------------------------ freshness
+
+    def _version_collection(self) -> Collection:
+        self._open()
+        if self._versions is None:
+            self._versions = self.client.get_or_create_collection(
+                f"{self.prefix}-versions",
+                embedding_function=_embedding_function(self.embedder),
+                metadata={"hnsw:space": "cosine"},
+            )
+        return self._versions
+
+    def version(self, namespace: str) -> Version:
+        """The namespace's write version: every writer's latest sequence number.
+
+        Every write (upsert, metadata update, delete, drop) raises its writer's number *after*
+        the data is written, so a reader that reads the version first and the data second
+        holds at least what the version announces.
+        """
+        result = self._version_collection().get(
+            where={"namespace": namespace}, include=["metadatas"]
+        )
+        return frozenset(
+            (str(m["writer"]), int(str(m["sequence"])))
+            for m in result["metadatas"] or []
+            if m is not None
+        )
+
+    def _bump(self, namespace: str) -> None:
+        """Announce a write by this store to ``namespace``."""
+        self._sequence += 1
+        unit = np.zeros(self.embedder.dimension, dtype=np.float32)
+        unit[0] = 1.0
+        self._version_collection().upsert(
+            ids=[f"{namespace}/{self.writer}"],
+            embeddings=[unit.tolist()],
+            metadatas=[{"namespace": namespace, "writer": self.writer, "sequence": self._sequence}],
+        )
+
     def namespaces(self) -> list[str]:
         """Namespaces that have a collection in this store."""
         self._open()
@@ -231,6 +277,7 @@ class ChromaStore:
         self._collections.pop(namespace, None)
         if namespace in self.namespaces():
             self.client.delete_collection(name)
+            self._bump(namespace)
 
     # ------------------------------------------------------------------ writes
 
@@ -269,6 +316,7 @@ class ChromaStore:
                 collection.delete(ids=chunk)
             msg = f"writing {len(units)} memories to namespace {namespace!r} failed: {exc}"
             raise StoreError(msg) from exc
+        self._bump(namespace)
         return len(set(ids) - existing)
 
     def update_metadata(self, namespace: str, units: Sequence[MemoryUnit]) -> None:
@@ -278,6 +326,7 @@ class ChromaStore:
                 ids=[u.id for u in units],
                 metadatas=[to_metadata(u) for u in units],  # type: ignore[misc]
             )
+            self._bump(namespace)
 
     def delete(
         self, namespace: str, *, ids: Sequence[str] | None = None, where: Where | None = None
@@ -288,15 +337,15 @@ class ChromaStore:
             return 0
         if ids is not None:
             found = self.existing_ids(namespace, ids)
-            for chunk in _chunks(found):
-                collection.delete(ids=chunk)
-            return len(found)
-        if where is None:
+        elif where is not None:
+            found = collection.get(where=where, include=[])["ids"]  # type: ignore[arg-type]
+        else:
             msg = "delete needs ids or a where filter"
             raise InvalidInputError(msg)
-        found = collection.get(where=where, include=[])["ids"]  # type: ignore[arg-type]
         for chunk in _chunks(found):
             collection.delete(ids=chunk)
+        if found:
+            self._bump(namespace)
         return len(found)
 
     # ------------------------------------------------------------------ reads

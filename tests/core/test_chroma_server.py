@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,35 @@ def test_ingest_and_recall_through_a_chroma_server(chroma_server: int) -> None:
     assert other.count() == 6
     memory.drop()
     assert "server-test" not in other.store.namespaces()
+
+
+@pytest.mark.slow
+def test_two_workers_on_a_server_lose_nothing_and_see_deletes(chroma_server: int) -> None:
+    def worker() -> RaMem:
+        memory = RaMem.open(
+            host="127.0.0.1",
+            port=chroma_server,
+            embedder=HashEmbedder(),
+            counter=WordCounter(),
+            namespace="two-workers",
+        )
+        memory.retriever.refresh_seconds = 0.0
+        return memory
+
+    first, second = worker(), worker()
+    start = datetime(2023, 9, 1, 10, 0)
+    for i in range(10):  # one user, two workers recording turns
+        first.add_turn("user", f"note {i} from worker one", at=start + timedelta(minutes=i))
+        second.add_turn("user", f"note {i} from worker two", at=start + timedelta(minutes=i))
+    assert first.count() == 20
+    assert len({e.unit.id for e in first.recall("note from worker", k=20)}) == 20
+    [gone] = [u for u in second.store.get("two-workers") if u.content.endswith("9 from worker two")]
+    second.delete(unit_ids=[gone.id])
+    second.add_turn("user", "a replacement note", at=start + timedelta(hours=1))  # count 20
+    assert gone.id not in {e.unit.id for e in first.recall("note 9 from worker two", k=20)}
+    first.drop()
+    first.close()
+    second.close()
 
 
 def test_unreachable_server_is_a_store_error() -> None:
