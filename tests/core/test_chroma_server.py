@@ -92,6 +92,8 @@ def test_ingest_and_recall_through_a_chroma_server(chroma_server: int) -> None:
     assert other.count() == 6
     memory.drop()
     assert "server-test" not in other.store.namespaces()
+    memory.close()  # HTTP connections released now, not by the garbage collector
+    other.close()
 
 
 @pytest.mark.slow
@@ -108,6 +110,15 @@ def test_two_workers_on_a_server_lose_nothing_and_see_deletes(chroma_server: int
         return memory
 
     first, second = worker(), worker()
+    try:
+        _two_workers(first, second)
+    finally:
+        first.drop()
+        first.close()
+        second.close()
+
+
+def _two_workers(first: RaMem, second: RaMem) -> None:
     start = datetime(2023, 9, 1, 10, 0)
     for i in range(10):  # one user, two workers recording turns
         first.add_turn("user", f"note {i} from worker one", at=start + timedelta(minutes=i))
@@ -116,11 +127,9 @@ def test_two_workers_on_a_server_lose_nothing_and_see_deletes(chroma_server: int
     assert len({e.unit.id for e in first.recall("note from worker", k=20)}) == 20
     [gone] = [u for u in second.store.get("two-workers") if u.content.endswith("9 from worker two")]
     second.delete(unit_ids=[gone.id])
+    assert gone.id not in {e.unit.id for e in first.recall("note 9 from worker two", k=20)}
     second.add_turn("user", "a replacement note", at=start + timedelta(hours=1))  # count 20
     assert gone.id not in {e.unit.id for e in first.recall("note 9 from worker two", k=20)}
-    first.drop()
-    first.close()
-    second.close()
 
 
 def test_unreachable_server_is_a_store_error() -> None:

@@ -431,6 +431,7 @@ def test_another_workers_delete_and_edit_are_seen_even_when_the_count_is_unchang
     assert "S2:1" in {e.unit.source_ids[0] for e in reader.recall(query, k=6)}  # cached now
     [gone] = [u for u in writer.store.get("default") if u.source_ids == ("S2:1",)]
     assert writer.delete(unit_ids=[gone.id]) == 1
+    assert "S2:1" not in {e.unit.source_ids[0] for e in reader.recall(query, k=6)}
     writer.add_turn("Ben", "We watched a film.", at=datetime(2023, 9, 1))  # count is 6 again
     assert reader.count() == 6
     assert "S2:1" not in {e.unit.source_ids[0] for e in reader.recall(query, k=7)}
