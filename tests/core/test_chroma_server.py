@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -67,6 +69,17 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+
+
+@pytest.fixture(autouse=True)
+def _collect_http_clients() -> Iterator[None]:
+    """chromadb's HTTP client keeps its connections until it is garbage-collected (its
+    close() stops the shared system but not the HTTP session): collect dropped clients here,
+    so their ResourceWarning cannot surface in whatever test runs next."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 @pytest.mark.slow
