@@ -7,11 +7,13 @@ vectors always come from RaMem's embedder, never from Chroma's default embedding
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -78,6 +80,60 @@ def _embedding_function(embedder: Embedder) -> Any:
     return RaMemEmbeddingFunction(embedder)
 
 
+class _DirectoryLock:
+    """One process per local Chroma directory: an advisory lock, shared inside the process.
+
+    Chroma's embedded mode keeps its index in memory per process; a second process on the
+    same directory reads stale or missing segments ("Error finding id"). So the second
+    process is refused at open, with a pointer to ``chroma run``. The OS releases the lock
+    when the holder exits, so a crash leaves nothing to clean up.
+    """
+
+    _held: ClassVar[dict[str, tuple[int, int]]] = {}  # real path -> (fd, users here)
+    _guard = threading.Lock()
+
+    @classmethod
+    def acquire(cls, path: Path) -> str:
+        key = str(path.resolve())
+        with cls._guard:
+            if key in cls._held:
+                fd, users = cls._held[key]
+                cls._held[key] = (fd, users + 1)
+                return key
+            try:
+                import fcntl
+            except ImportError:  # not POSIX: no lock (documented)
+                return key
+            fd = os.open(os.path.join(key, ".ramem.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                msg = (
+                    f"the memory directory {key} is open in another process (pid {holder}); "
+                    "several processes need a Chroma server: run `chroma run --path "
+                    f"{key} --port 8000` and open it with RaMem.open(host='127.0.0.1', port=8000)"
+                )
+                raise StoreError(msg) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            cls._held[key] = (fd, 1)
+            return key
+
+    @classmethod
+    def release(cls, key: str) -> None:
+        with cls._guard:
+            if key not in cls._held:
+                return
+            fd, users = cls._held[key]
+            if users > 1:
+                cls._held[key] = (fd, users - 1)
+                return
+            del cls._held[key]
+            os.close(fd)  # closing the descriptor releases the lock
+
+
 def _chunks(ids: Sequence[str]) -> list[list[str]]:
     """``ids`` in lists of at most ``_BATCH``."""
     return [list(ids[i : i + _BATCH]) for i in range(0, len(ids), _BATCH)]
@@ -117,6 +173,7 @@ class ChromaStore:
         self.prefix = prefix
         self.owns_client = owns_client
         self.closed = False
+        self._directory_lock: str | None = None
         self._collections: dict[str, Collection] = {}
         # freshness: each store instance is one writer with its own sequence number
         self.writer = uuid.uuid4().hex
@@ -137,6 +194,9 @@ class ChromaStore:
         close = getattr(self.client, "close", None)
         if self.owns_client and callable(close):
             close()
+        if self._directory_lock is not None:
+            _DirectoryLock.release(self._directory_lock)
+            self._directory_lock = None
 
     def __enter__(self) -> ChromaStore:
         return self
@@ -148,12 +208,23 @@ class ChromaStore:
 
     @classmethod
     def persistent(cls, path: str | Path, embedder: Embedder) -> ChromaStore:
-        """A store in a local directory (Chroma ``PersistentClient``)."""
+        """A store in a local directory (Chroma ``PersistentClient``).
+
+        One process at a time: another process that has the directory open makes this raise
+        :class:`StoreError` (use a Chroma server, ``chroma run``, for several processes).
+        """
         import chromadb
 
         Path(path).mkdir(parents=True, exist_ok=True)
-        client = chromadb.PersistentClient(path=str(path), settings=_settings())
-        return cls(client, embedder, owns_client=True)
+        lock = _DirectoryLock.acquire(Path(path))
+        try:
+            client = chromadb.PersistentClient(path=str(path), settings=_settings())
+        except Exception:
+            _DirectoryLock.release(lock)
+            raise
+        store = cls(client, embedder, owns_client=True)
+        store._directory_lock = lock
+        return store
 
     @classmethod
     def ephemeral(cls, embedder: Embedder) -> ChromaStore:

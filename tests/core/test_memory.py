@@ -453,3 +453,39 @@ def test_a_foreign_write_is_not_hidden_by_this_workers_own_write(tmp_path: Path)
     theirs.add_turn("user", "I adopted a zebra.", at=datetime(2023, 9, 1, 10, 1))
     mine.add_turn("user", "And coffee.", at=datetime(2023, 9, 1, 10, 2))
     assert "user: I adopted a zebra." in {e.unit.content for e in mine.recall("zebra", k=3)}
+
+
+def test_a_second_process_on_one_directory_is_refused_at_open(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from ramem_core import RaMem, StoreError\n"
+        "from ramem_core.testing import HashEmbedder\n"
+        "try:\n"
+        "    RaMem.open(sys.argv[1], embedder=HashEmbedder()).close()\n"
+        "except StoreError as exc:\n"
+        "    print(exc)\n"
+        "    sys.exit(3)\n"
+    )
+
+    def other_process() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path / "db")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    memory = RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter())
+    memory.add_conversation(two_trips())
+    refused = other_process()
+    assert refused.returncode == 3, refused.stderr
+    assert "open in another process" in refused.stdout
+    assert "chroma run" in refused.stdout
+    same_process = RaMem.open(tmp_path / "db", embedder=HashEmbedder())  # shared, not refused
+    assert same_process.count() == 6
+    same_process.close()
+    memory.close()
+    assert other_process().returncode == 0  # free once this process closed it
