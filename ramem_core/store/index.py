@@ -186,6 +186,28 @@ class LexicalIndex:
         self._length_array = None
         return doc
 
+    def extend(self, documents: Sequence[dict[str, float]]) -> None:
+        """Append many documents at once (a bulk build: one pass, no per-term bookkeeping)."""
+        postings, df = self._postings, self._df
+        doc = len(self._docs)
+        for counts in documents:
+            self._docs.append(counts)
+            length = 0.0
+            for term, tf in counts.items():
+                entry = postings.get(term)
+                if entry is None:
+                    entry = postings[term] = ([], [])
+                entry[0].append(doc)
+                entry[1].append(tf)
+                df[term] += 1
+                length += tf
+            self._lengths.append(length)
+            self._total_length += length
+            doc += 1
+        self._live += len(documents)
+        self._arrays.clear()
+        self._length_array = None
+
     def remove(self, doc: int) -> None:
         """Remove document ``doc`` (a no-op if it is already removed)."""
         counts = self._docs[doc]
@@ -283,9 +305,9 @@ class EpisodicIndex:
         self.own: LexicalIndex | None = None
         if self.keys.own_weight > 0:
             self.own = LexicalIndex()
-            for counts in own:
-                self.own.add(counts)
+            self.own.extend(own)
         keys_of: list[dict[str, float]] = [{} for _ in range(n)]
+        wholes: list[dict[str, float]] = []
         for number, rows in enumerate(sessions.values()):
             rows.sort(key=lambda r: (units[r].context.turn_index, units[r].id))
             self.session_rows.append(np.asarray(rows, dtype=np.int64))
@@ -295,15 +317,17 @@ class EpisodicIndex:
             for i, row in enumerate(rows):
                 key = dict(own[row])
                 for distance, weight in enumerate(self.keys.neighbours, start=1):
+                    if weight <= 0:
+                        continue  # a zero weight adds no term (BM25 keeps positive tf only)
                     for j in (i - distance, i + distance):
                         if 0 <= j < len(rows):
                             _add(key, own[rows[j]], weight)
                 _add(key, date, 1.0)
                 keys_of[row] = key
                 _add(whole, own[row], 1.0)
-            self.sessions.add(whole)
-        for key in keys_of:
-            self.lexical.add(key)
+            wholes.append(whole)
+        self.sessions.extend(wholes)
+        self.lexical.extend(keys_of)
         for built in (self.lexical, self.sessions, self.own):
             if built is not None:
                 built.freeze()

@@ -148,3 +148,16 @@ def test_ranks_put_everything_past_depth_in_the_tail() -> None:
     np.testing.assert_array_equal(
         ranks(np.array([-0.5, -0.1], dtype=np.float32), 5, positive=False), [1, 0]
     )
+
+
+def test_bulk_extend_scores_like_one_add_at_a_time() -> None:
+    one, bulk = LexicalIndex(), LexicalIndex()
+    for doc in DOCS:
+        one.add(doc)
+    bulk.extend(DOCS)
+    query = ["pottery", "class", "river", "bowl"]
+    np.testing.assert_allclose(bulk.scores(query), one.scores(query), rtol=1e-6)
+    np.testing.assert_allclose(bulk.scores(query), _bm25(DOCS, query), rtol=1e-5)
+    bulk.remove(0)
+    assert bulk.live == 3
+    assert bulk.scores(["pottery"])[0] == 0.0
