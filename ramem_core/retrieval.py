@@ -345,10 +345,8 @@ class Retriever:
 
     # ------------------------------------------------------------------ content ranking
 
-    def rank(
-        self, snap: Snapshot, text: str, vector: npt.NDArray[np.float32], mask: Mask | None = None
-    ) -> Ranking:
-        """Fused content ranking of every memory of ``snap`` (inside ``mask`` when given).
+    def rank(self, snap: Snapshot, text: str, vector: npt.NDArray[np.float32]) -> Ranking:
+        """Fused content ranking of every memory of ``snap``.
 
         Reciprocal-rank fusion of the dense ranking (``cos(turn) + cos(window)``) and the
         lexical ranking (BM25 of the episodic keys), plus each memory's share of its session's
@@ -359,26 +357,23 @@ class Retriever:
         dense = lexical = None
         if cfg.dense:
             dense = index.dense_scores(vector)
-            fused += 1.0 / (cfg.rrf_k + 1 + ranks(dense, cfg.depth, mask, positive=False))
+            fused += 1.0 / (cfg.rrf_k + 1 + ranks(dense, cfg.depth, positive=False))
         if cfg.lexical:
             lexical = index.lexical_scores(text)
-            fused += 1.0 / (cfg.rrf_k + 1 + ranks(lexical, cfg.depth, mask))
+            fused += 1.0 / (cfg.rrf_k + 1 + ranks(lexical, cfg.depth))
             fused += index.session_bonus(text, cfg.rrf_k)
         if cfg.keys.own_weight > 0:
             # the memory's own content re-ranks the episodic candidates: beyond the top
             # ``depth`` every memory sits in the tail of the own rankings anyway
-            rows = np.flatnonzero(np.isfinite(fused) if mask is None else mask)
+            rows = np.arange(len(snap))
             if len(rows) > cfg.depth:
-                rows = rows[np.argpartition(-fused[rows], cfg.depth - 1)[: cfg.depth]]
+                rows = np.argpartition(-fused, cfg.depth - 1)[: cfg.depth]
             own_dense, own_lexical = index.own_scores(text, vector, rows)
             weight = cfg.keys.own_weight
             if cfg.dense and own_dense is not None:
-                own = ranks(own_dense, cfg.depth, mask, positive=False)
-                fused += weight / (cfg.rrf_k + 1 + own)
+                fused += weight / (cfg.rrf_k + 1 + ranks(own_dense, cfg.depth, positive=False))
             if cfg.lexical and own_lexical is not None:
-                fused += weight / (cfg.rrf_k + 1 + ranks(own_lexical, cfg.depth, mask))
-        if mask is not None:
-            fused[~mask] = -np.inf
+                fused += weight / (cfg.rrf_k + 1 + ranks(own_lexical, cfg.depth))
         return Ranking(fused, dense, lexical)
 
     def locate(self, namespace: str, phrase: str) -> MemoryUnit | None:

@@ -388,21 +388,12 @@ class EpisodicIndex:
         return bonus[self.session_of]
 
 
-def ranks(
-    scores: Scores,
-    depth: int,
-    allowed: npt.NDArray[np.bool_] | None = None,
-    *,
-    positive: bool = True,
-) -> npt.NDArray[np.int64]:
+def ranks(scores: Scores, depth: int, *, positive: bool = True) -> npt.NDArray[np.int64]:
     """0-based rank of every row by ``scores`` (best first) among the top ``depth`` rows (with a
-    positive score when ``positive``, inside ``allowed`` when given); every other row gets rank
+    positive score when ``positive``, a finite one otherwise); every other row gets rank
     ``depth``: the tail of a full ranking, cut for speed (ties there change nothing)."""
     out = np.full(len(scores), depth, dtype=np.int64)
-    eligible = scores > 0 if positive else np.isfinite(scores)
-    if allowed is not None:
-        eligible &= allowed
-    rows = np.flatnonzero(eligible)
+    rows = np.flatnonzero(scores > 0 if positive else np.isfinite(scores))
     if not len(rows):
         return out
     depth = min(depth, len(rows))

@@ -82,26 +82,25 @@ def _collect_http_clients() -> Iterator[None]:
         gc.collect()
 
 
-@pytest.mark.slow
-def test_ingest_and_recall_through_a_chroma_server(chroma_server: int) -> None:
-    memory = RaMem.open(
+def _client(port: int, namespace: str) -> RaMem:
+    """A RaMem on the test server (each call: another client, as another process would be)."""
+    return RaMem.open(
         host="127.0.0.1",
-        port=chroma_server,
+        port=port,
         embedder=HashEmbedder(),
         counter=WordCounter(),
-        namespace="server-test",
+        namespace=namespace,
     )
+
+
+@pytest.mark.slow
+def test_ingest_and_recall_through_a_chroma_server(chroma_server: int) -> None:
+    memory = _client(chroma_server, "server-test")
     memory.add_conversation(two_trips())
     [top] = memory.recall("Where did Ben eat grilled sardines by the river in August?", k=1)
     assert top.unit.source_ids == ("S3:1",)
     # a second client (another process in real life) sees the same memories
-    other = RaMem.open(
-        host="127.0.0.1",
-        port=chroma_server,
-        embedder=HashEmbedder(),
-        counter=WordCounter(),
-        namespace="server-test",
-    )
+    other = _client(chroma_server, "server-test")
     assert other.count() == 6
     memory.drop()
     assert "server-test" not in other.store.namespaces()
@@ -112,13 +111,7 @@ def test_ingest_and_recall_through_a_chroma_server(chroma_server: int) -> None:
 @pytest.mark.slow
 def test_two_workers_on_a_server_lose_nothing_and_see_deletes(chroma_server: int) -> None:
     def worker() -> RaMem:
-        memory = RaMem.open(
-            host="127.0.0.1",
-            port=chroma_server,
-            embedder=HashEmbedder(),
-            counter=WordCounter(),
-            namespace="two-workers",
-        )
+        memory = _client(chroma_server, "two-workers")
         memory.retriever.refresh_seconds = 0.0
         return memory
 

@@ -143,8 +143,7 @@ def test_dense_key_adds_the_window_cosine() -> None:
 def test_ranks_put_everything_past_depth_in_the_tail() -> None:
     scores = np.array([0.5, 3.0, 0.0, 2.0, 1.0], dtype=np.float32)
     np.testing.assert_array_equal(ranks(scores, 2), [2, 0, 2, 1, 2])
-    allowed = np.array([True, False, True, True, True])
-    np.testing.assert_array_equal(ranks(scores, 10, allowed), [2, 10, 10, 0, 1])
+    np.testing.assert_array_equal(ranks(scores, 10), [3, 0, 10, 1, 2])  # 0 is not ranked
     np.testing.assert_array_equal(
         ranks(np.array([-0.5, -0.1], dtype=np.float32), 5, positive=False), [1, 0]
     )
