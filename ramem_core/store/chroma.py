@@ -301,10 +301,12 @@ class ChromaStore:
     def _version_collection(self) -> Collection:
         self._open()
         if self._versions is None:
+            # one collection for every namespace of the directory, whatever their embedders:
+            # its records carry a fixed one-dimensional vector, never the embedder's
             self._versions = self.client.get_or_create_collection(
-                f"{self.prefix}-versions",
+                f"{self.prefix}-write-versions",
                 embedding_function=_embedding_function(self.embedder),
-                metadata={"hnsw:space": "cosine"},
+                metadata={"hnsw:space": "l2"},
             )
         return self._versions
 
@@ -327,11 +329,9 @@ class ChromaStore:
     def _bump(self, namespace: str) -> None:
         """Announce a write by this store to ``namespace``."""
         self._sequence += 1
-        unit = np.zeros(self.embedder.dimension, dtype=np.float32)
-        unit[0] = 1.0
         self._version_collection().upsert(
             ids=[f"{namespace}/{self.writer}"],
-            embeddings=[unit.tolist()],
+            embeddings=np.ones((1, 1), dtype=np.float32),
             metadatas=[{"namespace": namespace, "writer": self.writer, "sequence": self._sequence}],
         )
 

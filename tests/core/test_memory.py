@@ -489,3 +489,17 @@ def test_a_second_process_on_one_directory_is_refused_at_open(tmp_path: Path) ->
     same_process.close()
     memory.close()
     assert other_process().returncode == 0  # free once this process closed it
+
+
+def test_namespaces_with_different_embedders_share_a_directory(tmp_path: Path) -> None:
+    class Small(HashEmbedder):
+        name = "small-hash"
+
+    with RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter()) as first:
+        first.add_turn("user", "hello", at=datetime(2023, 1, 1))
+    with RaMem.open(
+        tmp_path / "db", embedder=Small(dimension=16), namespace="small", counter=WordCounter()
+    ) as second:
+        second.add_turn("user", "hello again", at=datetime(2023, 1, 1))
+        assert second.count() == 1
+        assert second.recall("hello", k=1)[0].unit.content == "user: hello again"
