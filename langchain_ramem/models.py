@@ -50,3 +50,11 @@ class LangChainLLM:
     def complete(self, prompt: str) -> str:
         """The model's text answer to ``prompt``."""
         return self.model.invoke(prompt).text
+
+
+def chat_model_from_spec(spec: str) -> LangChainLLM:
+    """RaMem's model provider for ``--llm provider:model`` (LangChain's ``init_chat_model``);
+    registered as the ``langchain`` entry of the ``ramem.llm`` entry-point group."""
+    from langchain.chat_models import init_chat_model
+
+    return LangChainLLM(init_chat_model(spec))

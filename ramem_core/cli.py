@@ -226,17 +226,17 @@ def _metered(args: argparse.Namespace) -> MeteredLLM:
 
 
 def _llm(spec: str | None) -> object | None:
-    """A LangChain chat model named ``provider:model`` (needs ramem[langchain])."""
+    """The ``--llm`` model named ``provider:model``, from an installed model provider
+    (``ramem[langchain]`` registers one; the core imports no framework)."""
     if spec is None:
         return None
-    try:
-        from langchain.chat_models import init_chat_model
+    from ramem_core.errors import ModelUnavailableError
+    from ramem_core.llm import load_llm
 
-        from langchain_ramem import LangChainLLM
-    except ImportError as exc:
-        msg = "--llm needs LangChain: pip install 'ramem[langchain]' and the provider's package"
-        raise SystemExit(msg) from exc
-    return LangChainLLM(init_chat_model(spec))
+    try:
+        return load_llm(spec)
+    except ModelUnavailableError as exc:
+        raise SystemExit(str(exc)) from exc
 
 
 def cmd_eval(args: argparse.Namespace, console: Console) -> int:

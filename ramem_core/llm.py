@@ -125,6 +125,46 @@ def _usable(check: Callable[[str], object] | None, text: str) -> bool:
     return True
 
 
+LLM_PROVIDERS = "ramem.llm"
+"""Entry-point group of model providers: each entry is a callable ``(spec) -> LLM`` for a spec
+such as ``"openai:gpt-4o-mini"``. ``ramem[langchain]`` registers one (LangChain's
+``init_chat_model``), so the core never imports a framework itself."""
+
+
+def load_llm(spec: str) -> LLM:
+    """The model named ``spec`` ("provider:model"), from the first installed model provider.
+
+    Raises:
+        ModelUnavailableError: no provider is installed, or the provider cannot make it.
+    """
+    from importlib.metadata import entry_points
+
+    from ramem_core.errors import ModelUnavailableError
+
+    providers = sorted(entry_points(group=LLM_PROVIDERS), key=lambda ep: ep.name)
+    if not providers:
+        msg = (
+            f"no model provider is installed for {spec!r}: pip install 'ramem[langchain]' "
+            "and the provider's package (e.g. langchain-openai)"
+        )
+        raise ModelUnavailableError(msg)
+    provider = providers[0]
+    try:
+        factory = provider.load()
+    except ImportError as exc:
+        msg = (
+            f"model provider {provider.name!r} is not installed: "
+            f"pip install 'ramem[{provider.name}]'"
+        )
+        raise ModelUnavailableError(msg) from exc
+    try:
+        model: LLM = factory(spec)
+    except Exception as exc:  # the provider's own error: unknown provider, missing package
+        msg = f"cannot load model {spec!r} with provider {provider.name!r}: {exc}"
+        raise ModelUnavailableError(msg) from exc
+    return model
+
+
 def parse_json_object(text: str) -> dict[str, Any]:
     """The first JSON object in a model's reply (code fences and chatter around it allowed).
 
