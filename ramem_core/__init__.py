@@ -21,6 +21,7 @@ from ramem_core.memory import IngestReport, RaMem, default_path
 from ramem_core.protocols import LLM, Anchorer, Embedder, FrameContext, FrameInducer, TokenCounter
 from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig, Retriever
 from ramem_core.store.chroma import ChromaStore
+from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
 from ramem_core.synthesis import Answer, ContextBlock
 from ramem_core.types import (
     Conversation,
@@ -40,6 +41,7 @@ from ramem_core.types import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CONTENT_KEYS",
     "CONTENT_ONLY",
     "LLM",
     "Anchorer",
@@ -52,6 +54,7 @@ __all__ = [
     "ConversationFormatError",
     "Embedder",
     "EpisodicContext",
+    "EpisodicKeys",
     "Evidence",
     "FrameContext",
     "FrameInducer",
