@@ -280,8 +280,9 @@ class Retriever:
     ) -> None:
         """Fold memories this process just wrote into the cached snapshot.
 
-        Rebuilding from Chroma after every live turn would cost seconds at 10k memories; this
-        rebuilds the in-memory index instead. ``vectors`` maps the ids of new (or re-embedded)
+        New units and new contexts of known units (a live session growing) update only the
+        sessions they touch (:meth:`Snapshot.updated`); other changes rebuild the in-memory
+        index (never a reload from Chroma). ``vectors`` maps the ids of new (or re-embedded)
         units to their vectors; units without one keep the vector the snapshot holds. When
         another writer wrote since the snapshot was built, it is dropped instead (the next
         read reloads it).
@@ -298,6 +299,11 @@ class Retriever:
         snap = cached.snap
         changed = {u.id: u for u in units}
         fresh = dict(vectors or {})
+        evolved = snap.updated(list(changed.values()), fresh)  # appends: only touched sessions
+        if evolved is not None:
+            with self._lock:
+                self._remember(namespace, _Cached(cached.checked, evolved, version))
+            return
         keep = [i for i, u in enumerate(snap.units) if u.id not in changed]
         if snap.vectors is None or any(
             u.id not in fresh and u.id not in snap.position for u in changed.values()

@@ -25,6 +25,7 @@ live session grows.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -142,6 +143,10 @@ class LexicalIndex:
     and statistics (document frequencies, average length) always count live documents only.
     Scores are computed at query time from postings, so an append costs the document's terms.
 
+    An index is changed only while it is built. :meth:`evolve` returns a *new* index with some
+    documents removed and others added, sharing every untouched posting list with this one,
+    which stays as it was: readers holding the old index are never disturbed.
+
     Args:
         k1: term-frequency saturation.
         b: length normalisation.
@@ -158,6 +163,36 @@ class LexicalIndex:
         self._live = 0
         self._total_length = 0.0
         self._length_array: npt.NDArray[np.float32] | None = None
+        self._shared: set[str] | None = None  # after evolve: terms whose lists are shared
+
+    def evolve(
+        self, removed: Iterable[int], added: Sequence[dict[str, float]]
+    ) -> tuple[LexicalIndex, list[int]]:
+        """A new index without the ``removed`` documents and with ``added`` ones appended,
+        and the ids of the added ones. This index is left unchanged (copy on write)."""
+        new = LexicalIndex(self.k1, self.b)
+        new._docs = list(self._docs)
+        new._lengths = list(self._lengths)
+        new._postings = dict(self._postings)
+        new._df = defaultdict(int, self._df)
+        new._arrays = dict(self._arrays)
+        new._live = self._live
+        new._total_length = self._total_length
+        new._shared = set(self._postings)
+        for doc in removed:
+            new.remove(doc)
+        return new, [new.add(counts) for counts in added]
+
+    def _writable(self, term: str) -> tuple[list[int], list[float]]:
+        """The posting lists of ``term``, copied first if another index shares them."""
+        entry = self._postings.get(term)
+        if entry is None:
+            entry = self._postings[term] = ([], [])
+        elif self._shared is not None and term in self._shared:
+            entry = self._postings[term] = (list(entry[0]), list(entry[1]))
+            self._shared.discard(term)
+        self._arrays.pop(term, None)
+        return entry
 
     def __len__(self) -> int:
         """Number of document ids handed out (live and removed)."""
@@ -178,16 +213,19 @@ class LexicalIndex:
         self._total_length += length
         self._live += 1
         for term, tf in counts.items():
-            docs, tfs = self._postings.setdefault(term, ([], []))
+            docs, tfs = self._writable(term)
             docs.append(doc)
             tfs.append(tf)
             self._df[term] += 1
-            self._arrays.pop(term, None)
         self._length_array = None
         return doc
 
     def extend(self, documents: Sequence[dict[str, float]]) -> None:
         """Append many documents at once (a bulk build: one pass, no per-term bookkeeping)."""
+        if self._shared is not None:  # an evolved index shares lists: go the careful way
+            for counts in documents:
+                self.add(counts)
+            return
         postings, df = self._postings, self._df
         doc = len(self._docs)
         for counts in documents:
@@ -217,11 +255,10 @@ class LexicalIndex:
         self._live -= 1
         self._total_length -= self._lengths[doc]
         for term in counts:
-            docs, tfs = self._postings[term]
+            docs, tfs = self._writable(term)
             at = docs.index(doc)
             del docs[at], tfs[at]
             self._df[term] -= 1
-            self._arrays.pop(term, None)
         self._length_array = None
 
     def freeze(self) -> None:
@@ -265,6 +302,15 @@ class LexicalIndex:
 # --------------------------------------------------------------------------- the index
 
 
+def _session_key(unit: MemoryUnit) -> tuple[str, str]:
+    return unit.context.conversation_id, unit.context.session_id
+
+
+def _in_turn_order(units: Sequence[MemoryUnit], rows: Iterable[int]) -> npt.NDArray[np.int64]:
+    ordered = sorted(rows, key=lambda r: (units[r].context.turn_index, units[r].id))
+    return np.asarray(ordered, dtype=np.int64)
+
+
 def _date_words(unit: MemoryUnit) -> list[str]:
     span = unit.context.session_span
     if span is None:
@@ -276,7 +322,8 @@ class EpisodicIndex:
     """Lexical keys, session documents and dense window keys of a namespace's memories.
 
     Rows are the positions of ``units``. Built in one pass from the units (and their vectors);
-    the lexical part is a :class:`LexicalIndex`, so single keys can be replaced as sessions grow.
+    :meth:`evolve` makes the index of a namespace that changed in a few sessions (live turns)
+    without rebuilding the rest, and leaves this index as it was.
 
     Args:
         units: the memories, in any order (sessions are read from their contexts).
@@ -293,66 +340,144 @@ class EpisodicIndex:
         self.keys = keys or EpisodicKeys()
         self.tokenize = Tokenizer()
         n = len(units)
-        own = [term_counts(self.tokenize(u.content)) for u in units]
-        sessions: dict[tuple[str, str], list[int]] = defaultdict(list)
+        self.own_counts = [term_counts(self.tokenize(u.content)) for u in units]
+        grouped: dict[tuple[str, str], list[int]] = defaultdict(list)
         for row, unit in enumerate(units):
-            sessions[(unit.context.conversation_id, unit.context.session_id)].append(row)
+            grouped[_session_key(unit)].append(row)
         # rows of each session in turn order; session number of every row
-        self.session_rows: list[npt.NDArray[np.int64]] = []
+        self.session_number = {key: number for number, key in enumerate(grouped)}
+        self.session_rows = [_in_turn_order(units, rows) for rows in grouped.values()]
         self.session_of = np.zeros(n, dtype=np.int64)
+        keys_of: list[dict[str, float]] = [{} for _ in range(n)]
+        wholes = []
+        for number, rows in enumerate(self.session_rows):
+            self.session_of[rows] = number
+            row_keys, whole = self._session_keys(units, rows)
+            for row, key in zip(rows, row_keys, strict=True):
+                keys_of[int(row)] = key
+            wholes.append(whole)
         self.lexical = LexicalIndex()
+        self.lexical.extend(keys_of)
+        self.row_doc = np.arange(n, dtype=np.int64)  # row -> document of self.lexical
         self.sessions = LexicalIndex()
+        self.sessions.extend(wholes)
+        self.session_doc = np.arange(len(wholes), dtype=np.int64)
         self.own: LexicalIndex | None = None
         if self.keys.own_weight > 0:
             self.own = LexicalIndex()
-            self.own.extend(own)
-        keys_of: list[dict[str, float]] = [{} for _ in range(n)]
-        wholes: list[dict[str, float]] = []
-        for number, rows in enumerate(sessions.values()):
-            rows.sort(key=lambda r: (units[r].context.turn_index, units[r].id))
-            self.session_rows.append(np.asarray(rows, dtype=np.int64))
-            self.session_of[rows] = number
-            date = term_counts(_date_words(units[rows[0]])) if self.keys.session_date else {}
-            whole: dict[str, float] = dict(date)
-            for i, row in enumerate(rows):
-                key = dict(own[row])
-                for distance, weight in enumerate(self.keys.neighbours, start=1):
-                    if weight <= 0:
-                        continue  # a zero weight adds no term (BM25 keeps positive tf only)
-                    for j in (i - distance, i + distance):
-                        if 0 <= j < len(rows):
-                            _add(key, own[rows[j]], weight)
-                _add(key, date, 1.0)
-                keys_of[row] = key
-                _add(whole, own[row], 1.0)
-            wholes.append(whole)
-        self.sessions.extend(wholes)
-        self.lexical.extend(keys_of)
+            self.own.extend(self.own_counts)
+        self.own_doc = np.arange(n, dtype=np.int64)
         for built in (self.lexical, self.sessions, self.own):
             if built is not None:
                 built.freeze()
         self.vectors = vectors
-        self.dense_keys = self._dense_keys(vectors) if vectors is not None else None
+        self.dense_keys = vectors  # without a window the vectors themselves (shared)
+        if vectors is not None and self.keys.window > 0:
+            self.dense_keys = np.array(vectors, dtype=np.float32, copy=True)
+            for rows in self.session_rows:
+                self.dense_keys[rows] += self._window(vectors, rows)
 
-    def _dense_keys(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """``v + w`` per row: its vector plus its normalised neighbourhood-window vector."""
-        if self.keys.window <= 0 or not len(vectors):
-            return vectors
-        window = np.zeros_like(vectors)
-        for rows in self.session_rows:
-            block = vectors[rows]
-            summed = np.zeros_like(block)
-            for offset in range(-self.keys.window, self.keys.window + 1):
-                lo, hi = max(0, offset), min(len(rows), len(rows) + offset)
-                if lo < hi:
-                    summed[lo - offset : hi - offset] += block[lo:hi]
-            norms = np.linalg.norm(summed, axis=1, keepdims=True)
-            window[rows] = summed / np.maximum(norms, 1e-12)
-        return np.asarray(vectors + window, dtype=np.float32)
+    def _session_keys(
+        self, units: Sequence[MemoryUnit], rows: npt.NDArray[np.int64]
+    ) -> tuple[list[dict[str, float]], dict[str, float]]:
+        """The lexical keys of a session's rows (turn order) and its session document."""
+        own = self.own_counts
+        date = term_counts(_date_words(units[int(rows[0])])) if self.keys.session_date else {}
+        whole: dict[str, float] = dict(date)
+        out = []
+        for i, row in enumerate(rows):
+            key = dict(own[row])
+            for distance, weight in enumerate(self.keys.neighbours, start=1):
+                if weight <= 0:
+                    continue  # a zero weight adds no term (BM25 keeps positive tf only)
+                for j in (i - distance, i + distance):
+                    if 0 <= j < len(rows):
+                        _add(key, own[rows[j]], weight)
+            _add(key, date, 1.0)
+            out.append(key)
+            _add(whole, own[row], 1.0)
+        return out, whole
+
+    def _window(
+        self, vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float32]:
+        """The normalised neighbourhood-window vectors of one session's rows (turn order)."""
+        block = vectors[rows]
+        if self.keys.window <= 0:
+            return np.zeros_like(block)
+        summed = np.zeros_like(block)
+        for offset in range(-self.keys.window, self.keys.window + 1):
+            lo, hi = max(0, offset), min(len(rows), len(rows) + offset)
+            if lo < hi:
+                summed[lo - offset : hi - offset] += block[lo:hi]
+        norms = np.linalg.norm(summed, axis=1, keepdims=True)
+        return np.asarray(summed / np.maximum(norms, 1e-12), dtype=np.float32)
+
+    def evolve(
+        self,
+        units: Sequence[MemoryUnit],
+        vectors: npt.NDArray[np.float32] | None,
+        replaced: Sequence[int],
+    ) -> EpisodicIndex:
+        """The index of ``units``: this index's units with the rows ``replaced`` changed in
+        place (same content, new context) and new units appended after them.
+
+        Only the sessions those rows belong to are re-keyed; this index is left unchanged.
+        """
+        n_old, n = len(self.session_of), len(units)
+        new = copy.copy(self)
+        new.own_counts = self.own_counts + [
+            term_counts(self.tokenize(u.content)) for u in units[n_old:]
+        ]
+        new.session_number = dict(self.session_number)
+        new.session_rows = list(self.session_rows)
+        new.session_of = np.concatenate([self.session_of, np.zeros(n - n_old, dtype=np.int64)])
+        touched = {int(self.session_of[row]) for row in replaced}
+        fresh_sessions: dict[int, list[int]] = defaultdict(list)
+        for row in range(n_old, n):
+            key = _session_key(units[row])
+            number = new.session_number.setdefault(key, len(new.session_number))
+            if number == len(new.session_rows):
+                new.session_rows.append(np.zeros(0, dtype=np.int64))
+            new.session_of[row] = number
+            fresh_sessions[number].append(row)
+            touched.add(number)
+        removed_keys, added_keys, key_rows = [], [], []
+        removed_sessions, added_sessions, session_numbers = [], [], []
+        for number in sorted(touched):
+            old_rows = new.session_rows[number]
+            rows = _in_turn_order(units, [*map(int, old_rows), *fresh_sessions[number]])
+            new.session_rows[number] = rows
+            row_keys, whole = new._session_keys(units, rows)
+            removed_keys += [int(self.row_doc[r]) for r in old_rows]
+            added_keys += row_keys
+            key_rows += [int(r) for r in rows]
+            if number < len(self.session_doc):
+                removed_sessions.append(int(self.session_doc[number]))
+            added_sessions.append(whole)
+            session_numbers.append(number)
+        new.lexical, docs = self.lexical.evolve(removed_keys, added_keys)
+        new.row_doc = np.concatenate([self.row_doc, np.zeros(n - n_old, dtype=np.int64)])
+        new.row_doc[key_rows] = docs
+        new.sessions, docs = self.sessions.evolve(removed_sessions, added_sessions)
+        new.session_doc = np.zeros(len(new.session_rows), dtype=np.int64)
+        new.session_doc[: len(self.session_doc)] = self.session_doc
+        new.session_doc[session_numbers] = docs
+        if self.own is not None:
+            new.own, docs = self.own.evolve([], new.own_counts[n_old:])
+            new.own_doc = np.concatenate([self.own_doc, np.asarray(docs, dtype=np.int64)])
+        new.vectors = vectors
+        new.dense_keys = vectors
+        if vectors is not None and self.dense_keys is not None and self.keys.window > 0:
+            new.dense_keys = np.concatenate([self.dense_keys, vectors[n_old:]])
+            for number in touched:
+                rows = new.session_rows[number]
+                new.dense_keys[rows] = vectors[rows] + new._window(vectors, rows)
+        return new
 
     def lexical_scores(self, query: str) -> Scores:
         """BM25 of every row's lexical key for ``query``."""
-        return self.lexical.scores(self.tokenize(query))
+        return self.lexical.scores(self.tokenize(query))[self.row_doc]
 
     def dense_scores(self, vector: npt.NDArray[np.float32]) -> Scores:
         """Dense score of every row: ``cos(turn) + cos(window)`` (``cos(turn)`` without keys)."""
@@ -373,7 +498,7 @@ class EpisodicIndex:
             dense = np.full(n, -np.inf, dtype=np.float32)
             dense[rows] = self.vectors[rows] @ vector
         lexical = np.zeros(n, dtype=np.float32)
-        lexical[rows] = self.own.scores(self.tokenize(query))[rows]
+        lexical[rows] = self.own.scores(self.tokenize(query))[self.own_doc[rows]]
         return dense, lexical
 
     def session_bonus(self, query: str, rrf_k: int) -> Scores:
@@ -381,7 +506,7 @@ class EpisodicIndex:
         n = len(self.session_of)
         if self.keys.session_weight <= 0 or not n:
             return np.zeros(n, dtype=np.float32)
-        scores = self.sessions.scores(self.tokenize(query))
+        scores = self.sessions.scores(self.tokenize(query))[self.session_doc]
         ranked = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0]
         bonus = np.zeros(len(scores), dtype=np.float32)
         bonus[ranked] = self.keys.session_weight / (rrf_k + 1 + np.arange(len(ranked)))

@@ -15,7 +15,8 @@ what recall needs on its hot path:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,23 @@ class SpanArrays:
     known: Mask
     start: npt.NDArray[np.int64]
     end: npt.NDArray[np.int64]
+
+
+def _speaker_names(unit: MemoryUnit) -> frozenset[str]:
+    return frozenset(n.strip() for n in unit.context.speaker.split(",") if n.strip())
+
+
+def _spans_updated(
+    spans: SpanArrays, units: Sequence[MemoryUnit], rows: Sequence[int], session: bool
+) -> SpanArrays:
+    """``spans`` grown to ``units`` with the given rows recomputed (a new copy)."""
+    grow = len(units) - len(spans.known)
+    known = np.concatenate([spans.known, np.zeros(grow, dtype=bool)])
+    start = np.concatenate([spans.start, np.zeros(grow, dtype=np.int64)])
+    end = np.concatenate([spans.end, np.zeros(grow, dtype=np.int64)])
+    fresh = _spans([units[r] for r in rows], session)
+    known[rows], start[rows], end[rows] = fresh.known, fresh.start, fresh.end
+    return SpanArrays(known, start, end)
 
 
 def _spans(units: Sequence[MemoryUnit], session: bool) -> SpanArrays:
@@ -66,6 +84,10 @@ class Snapshot:
         self.session = _spans(self.units, session=True)
         self.event = _spans(self.units, session=False)
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
+        self._speakers: dict[tuple[str, str], frozenset[str]] = {}
+        for unit in self.units:
+            key = (unit.context.conversation_id, unit.context.session_id)
+            self._speakers[key] = self._speakers.get(key, frozenset()) | _speaker_names(unit)
         self.ubiquitous = self._ubiquitous()
         people: dict[str, list[int]] = {}
         for i, unit in enumerate(self.units):
@@ -85,14 +107,73 @@ class Snapshot:
 
     def _ubiquitous(self) -> frozenset[str]:
         """Speakers of every session: naming them cannot tell one episode from another."""
-        speakers: dict[tuple[str, str], set[str]] = {}
-        for unit in self.units:
-            key = (unit.context.conversation_id, unit.context.session_id)
-            names = {n.strip() for n in unit.context.speaker.split(",") if n.strip()}
-            speakers.setdefault(key, set()).update(names)
-        if len(speakers) < 2:
+        if len(self._speakers) < 2:
             return frozenset()
-        return frozenset(set.intersection(*speakers.values()))
+        return frozenset.intersection(*self._speakers.values())
+
+    def updated(
+        self, changed: Sequence[MemoryUnit], vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> Snapshot | None:
+        """This snapshot with ``changed`` folded in, without rebuilding what they do not touch:
+        new units (their vectors in ``vectors``) are appended, known ones get their new
+        context. ``None`` when that is not the change (an edited content, vector, speaker or
+        participants): rebuild then. This snapshot is left as it was.
+        """
+        if self.vectors is None:
+            return None
+        replaced: list[tuple[int, MemoryUnit]] = []
+        appended: list[MemoryUnit] = []
+        for unit in changed:
+            row = self.position.get(unit.id)
+            if row is None:
+                if unit.id not in vectors:
+                    return None
+                appended.append(unit)
+                continue
+            old = self.units[row]
+            same = (
+                old.content == unit.content
+                and old.context.speaker == unit.context.speaker
+                and old.context.participants == unit.context.participants
+                and unit.id not in vectors
+            )
+            if not same:
+                return None
+            replaced.append((row, unit))
+        n_old = len(self.units)
+        new = copy.copy(self)
+        new.units = list(self.units)
+        for row, unit in replaced:
+            new.units[row] = unit
+        new.units += appended
+        dimension = self.vectors.shape[1]
+        rows = np.asarray([vectors[u.id] for u in appended], dtype=np.float32)
+        new.vectors = np.concatenate([self.vectors, rows.reshape(-1, dimension)])
+        new.position = dict(self.position)
+        new.position.update((u.id, n_old + i) for i, u in enumerate(appended))
+        touched = [row for row, _ in replaced] + list(range(n_old, len(new.units)))
+        new.session = _spans_updated(self.session, new.units, touched, session=True)
+        new.event = _spans_updated(self.event, new.units, touched, session=False)
+        added = {p for u in appended for p in u.context.participants}
+        if not added <= set(self.names):
+            new.names = tuple(sorted(set(self.names) | added))
+        new._speakers = dict(self._speakers)
+        new._people = dict(self._people)
+        for i, unit in enumerate(appended, start=n_old):
+            key = (unit.context.conversation_id, unit.context.session_id)
+            new._speakers[key] = new._speakers.get(key, frozenset()) | _speaker_names(unit)
+            for name in {p.lower() for p in unit.context.participants}:
+                held = new._people.get(name, np.zeros(0, dtype=np.int64))
+                new._people[name] = np.append(held, i)
+        new.ubiquitous = new._ubiquitous()
+        new.time_range = new._time_range()
+        new.last_session_end = (
+            from_epoch(int(new.session.end[new.session.known].max()))
+            if new.session.known.any()
+            else None
+        )
+        new.index = self.index.evolve(new.units, new.vectors, [row for row, _ in replaced])
+        return new
 
     def _time_range(self) -> TimeSpan | None:
         ses, ev = self.session, self.event

@@ -160,3 +160,102 @@ def test_bulk_extend_scores_like_one_add_at_a_time() -> None:
     bulk.remove(0)
     assert bulk.live == 3
     assert bulk.scores(["pottery"])[0] == 0.0
+
+
+# ---------------------------------------------------------------- evolving with live turns
+
+
+def _live_units() -> tuple[list[MemoryUnit], list[list[MemoryUnit]]]:
+    """A history, then a live session growing turn by turn (each step: the new turn and the
+    session's earlier turns with the grown span, as add_turn writes them)."""
+    from dataclasses import replace
+
+    from ramem_core import RuleAnchorer
+    from tests.conftest import two_trips
+
+    history = RuleAnchorer().anchor(two_trips())
+    texts = [
+        "user: I started a pottery class downtown.",
+        "assistant: How was the first evening?",
+        "user: Wonderful, I made a small bowl and a sardine plate.",
+        "assistant: Will you go back next week?",
+        "user: Yes, and my doctor said the hobby helps my blood pressure.",
+    ]
+    start = datetime(2023, 9, 1, 10, 0)
+    steps, live = [], []
+    for i, text in enumerate(texts):
+        span = TimeSpan(start, start.replace(minute=i), Granularity.INSTANT)
+        live = [replace(u, context=replace(u.context, session_span=span)) for u in live] + [
+            MemoryUnit(
+                f"live-{i}",
+                text,
+                EpisodicContext(
+                    "L",
+                    "friends",
+                    span,
+                    speaker=text.split(":")[0],
+                    turn_index=i,
+                    participants=(text.split(":")[0],),
+                ),
+            )
+        ]
+        steps.append(list(live))
+    return history, steps
+
+
+def _by_id(snapshot, values) -> dict[str, float]:
+    return {u.id: float(v) for u, v in zip(snapshot.units, values, strict=True)}
+
+
+def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch() -> None:
+    from ramem_core.retrieval import RetrievalConfig, Retriever
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    embedder = HashEmbedder()
+    history, steps = _live_units()
+    keys = EpisodicKeys()
+    snap = Snapshot(history, embedder.embed([u.content for u in history]), keys)
+    first = snap
+    queries = ["pottery bowl", "blood pressure doctor", "grilled sardines river", "next week"]
+    before = {q: _by_id(first, first.index.lexical_scores(q)) for q in queries}
+    for step in steps:
+        new = step[-1]
+        updated = snap.updated(step, {new.id: embedder.embed([new.content])[0]})
+        assert updated is not None  # an append: no rebuild
+        snap = updated
+    final = history + steps[-1]
+    fresh = Snapshot(final, embedder.embed([u.content for u in final]), keys)
+    retriever = Retriever.__new__(Retriever)
+    retriever.config = RetrievalConfig()
+    for q in queries:
+        vector = embedder.embed([q])[0]
+        for part in (
+            lambda s, q=q: s.index.lexical_scores(q),
+            lambda s, v=vector: s.index.dense_scores(v),
+            lambda s, q=q: s.index.session_bonus(q, 60),
+            lambda s, q=q, v=vector: retriever.rank(s, q, v).fused,
+        ):
+            got, want = _by_id(snap, part(snap)), _by_id(fresh, part(fresh))
+            assert got.keys() == want.keys()
+            np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)
+        assert _by_id(first, first.index.lexical_scores(q)) == before[q]  # left as it was
+    assert snap.time_range == fresh.time_range
+    assert snap.last_session_end == fresh.last_session_end
+    assert snap.names == fresh.names
+    assert snap.ubiquitous == fresh.ubiquitous
+    np.testing.assert_array_equal(
+        snap.involving("user"), fresh.involving("user")[[fresh.position[u.id] for u in snap.units]]
+    )
+
+
+def test_an_edited_content_is_not_an_update() -> None:
+    from dataclasses import replace
+
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    history, _ = _live_units()
+    snap = Snapshot(history, HashEmbedder().embed([u.content for u in history]))
+    edited = replace(history[0], content="Alice: something else entirely")
+    assert snap.updated([edited], {}) is None  # the caller rebuilds

@@ -503,3 +503,26 @@ def test_namespaces_with_different_embedders_share_a_directory(tmp_path: Path) -
         second.add_turn("user", "hello again", at=datetime(2023, 1, 1))
         assert second.count() == 1
         assert second.recall("hello", k=1)[0].unit.content == "user: hello again"
+
+
+def test_live_turns_update_the_snapshot_without_rebuilding_it(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ramem_core.store import snapshot
+
+    memory.add_conversation(two_trips())
+    memory.recall("sardines", k=1)  # cached
+    at = datetime(2023, 9, 1, 10, 0)
+    memory.add_turn("Ben", "We booked a pottery class.", at=at)
+
+    def no_rebuild(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the snapshot was rebuilt")
+
+    monkeypatch.setattr(snapshot.Snapshot, "__init__", no_rebuild)
+    for minute in range(1, 4):
+        memory.add_turn("Alice", f"Pottery note {minute}.", at=at + timedelta(minutes=minute))
+    top = memory.recall("pottery class", k=5)
+    assert {e.unit.content for e in top} >= {
+        "Ben: We booked a pottery class.",
+        "Alice: Pottery note 3.",
+    }
