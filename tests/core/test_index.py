@@ -215,38 +215,37 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch() ->
     embedder = HashEmbedder()
     history, steps = _live_units()
     keys = EpisodicKeys()
-    snap = Snapshot(history, embedder.embed([u.content for u in history]), keys)
-    first = snap
-    queries = ["pottery bowl", "blood pressure doctor", "grilled sardines river", "next week"]
-    before = {q: _by_id(first, first.index.lexical_scores(q)) for q in queries}
+    versions = [Snapshot(history, embedder.embed([u.content for u in history]), keys)]
     for step in steps:
         new = step[-1]
-        updated = snap.updated(step, {new.id: embedder.embed([new.content])[0]})
+        updated = versions[-1].updated(step, {new.id: embedder.embed([new.content])[0]})
         assert updated is not None  # an append: no rebuild
-        snap = updated
-    final = history + steps[-1]
-    fresh = Snapshot(final, embedder.embed([u.content for u in final]), keys)
+        versions.append(updated)
     retriever = Retriever.__new__(Retriever)
     retriever.config = RetrievalConfig()
-    for q in queries:
-        vector = embedder.embed([q])[0]
-        for part in (
-            lambda s, q=q: s.index.lexical_scores(q),
-            lambda s, v=vector: s.index.dense_scores(v),
-            lambda s, q=q: s.index.session_bonus(q, 60),
-            lambda s, q=q, v=vector: retriever.rank(s, q, v).fused,
-        ):
-            got, want = _by_id(snap, part(snap)), _by_id(fresh, part(fresh))
-            assert got.keys() == want.keys()
-            np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)
-        assert _by_id(first, first.index.lexical_scores(q)) == before[q]  # left as it was
-    assert snap.time_range == fresh.time_range
-    assert snap.last_session_end == fresh.last_session_end
-    assert snap.names == fresh.names
-    assert snap.ubiquitous == fresh.ubiquitous
-    np.testing.assert_array_equal(
-        snap.involving("user"), fresh.involving("user")[[fresh.position[u.id] for u in snap.units]]
-    )
+    queries = ["pottery bowl", "blood pressure doctor", "grilled sardines river", "next week"]
+    # every version, queried only now, still answers for its own units (copy on write)
+    for version, units in zip(versions, [history, *(history + s for s in steps)], strict=True):
+        fresh = Snapshot(units, embedder.embed([u.content for u in units]), keys)
+        for q in queries:
+            vector = embedder.embed([q])[0]
+            for part in (
+                lambda s, q=q: s.index.lexical_scores(q),
+                lambda s, v=vector: s.index.dense_scores(v),
+                lambda s, q=q: s.index.session_bonus(q, 60),
+                lambda s, q=q, v=vector: retriever.rank(s, q, v).fused,
+                lambda s: s.session.start,
+                lambda s: s.session.end,
+            ):
+                got, want = _by_id(version, part(version)), _by_id(fresh, part(fresh))
+                assert got.keys() == want.keys()
+                np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)
+        assert version.time_range == fresh.time_range
+        assert version.last_session_end == fresh.last_session_end
+        assert version.names == fresh.names
+        assert version.ubiquitous == fresh.ubiquitous
+        order = [fresh.position[u.id] for u in version.units]
+        np.testing.assert_array_equal(version.involving("user"), fresh.involving("user")[order])
 
 
 def test_an_edited_content_is_not_an_update() -> None:
