@@ -234,12 +234,15 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch() ->
                 lambda s, v=vector: s.index.dense_scores(v),
                 lambda s, q=q: s.index.session_bonus(q, 60),
                 lambda s, q=q, v=vector: retriever.rank(s, q, v).fused,
-                lambda s: s.session.start,
-                lambda s: s.session.end,
             ):
                 got, want = _by_id(version, part(version)), _by_id(fresh, part(fresh))
                 assert got.keys() == want.keys()
                 np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)
+        for spans in ("session", "event"):
+            for field in ("known", "start", "end"):
+                got = _by_id(version, getattr(getattr(version, spans), field))
+                want = _by_id(fresh, getattr(getattr(fresh, spans), field))
+                assert got == want, f"{spans}.{field}"
         assert version.time_range == fresh.time_range
         assert version.last_session_end == fresh.last_session_end
         assert version.names == fresh.names
