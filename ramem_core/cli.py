@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ramem_core.errors import RaMemError
+from ramem_core.errors import InvalidInputError, RaMemError
 from ramem_core.temporal import describe, parse_timestamp
 
 if TYPE_CHECKING:
@@ -187,7 +187,9 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
 
     conversation, questions = demo_conversation()
     with tempfile.TemporaryDirectory(prefix="ramem-demo-") as tmp:
-        memory = RaMem.open(Path(args.path or tmp), namespace="demo")
+        if args.path:
+            console.print("[dim]the demo uses a temporary store: --path is not touched[/dim]")
+        memory = RaMem.open(Path(tmp), namespace="demo")
         content = RaMem(memory.store, namespace="demo", config=CONTENT_ONLY)
         report = memory.add_conversation(conversation)
         console.print(
@@ -254,7 +256,7 @@ def cmd_eval(args: argparse.Namespace, console: Console) -> int:
     default_ks = "5,10,20" if args.benchmark == "locomo" else ",".join(map(str, LME_KS))
     options = EvalOptions(
         systems=tuple(s for s in args.system.split(",") if s),
-        ks=tuple(int(k) for k in (args.k or default_ks).split(",") if k),
+        ks=_cutoffs(args.k or default_ks),
         ablations=tuple(a for a in (args.ablate or "").split(",") if a),
         limit=args.limit,
         llm=_llm(args.llm),  # type: ignore[arg-type]
@@ -307,10 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("question")
         p.add_argument("--at", help="the question's own time (default: end of the last session)")
         if name == "ask":
-            p.add_argument("--k", type=int, default=5)
+            p.add_argument("--k", type=_positive, default=5, help="memories to show (5)")
             p.add_argument("--system", choices=["ramem", "content"], default="ramem")
             p.add_argument("--prompt", action="store_true", help="also print the rendered context")
-            p.add_argument("--max-tokens", type=int, default=2000)
+            p.add_argument(
+                "--max-tokens", type=_positive, default=2000, help="token budget of the context"
+            )
             p.add_argument("--llm", help="induce the frame and answer with a chat model")
         p.set_defaults(func=func)
 
@@ -342,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated: shuffle-context, no-session, no-context-ranking, no-keys, "
         "no-neighbours, no-session-doc, no-window, no-date, no-own, no-context-synthesis",
     )
-    p.add_argument("--limit", type=int, help="at most this many questions (smoke runs)")
+    p.add_argument("--limit", type=_positive, help="at most this many questions (smoke runs)")
     p.add_argument("--out", default="results/eval", help="output directory")
     p.add_argument("--llm", help="answer with a chat model, e.g. openai:gpt-4o-mini")
     p.add_argument(
@@ -353,9 +357,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("demo", help="ingest a shipped conversation and compare with content-only")
-    p.add_argument("--k", type=int, default=3)
+    p.add_argument("--k", type=_positive, default=3, help="memories shown per question (3)")
     p.set_defaults(func=cmd_demo)
     return parser
+
+
+def _positive(value: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        msg = f"expected a whole number of at least 1, got {value!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return number
+
+
+def _cutoffs(value: str) -> tuple[int, ...]:
+    """``--k 5,10,20`` as whole numbers of at least 1."""
+    try:
+        ks = tuple(_positive(k) for k in value.split(",") if k.strip())
+    except argparse.ArgumentTypeError as exc:
+        raise InvalidInputError(f"--k: {exc}") from exc
+    if not ks:
+        raise InvalidInputError(f"--k: no cut-off in {value!r}")
+    return ks
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -366,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     try:
         return int(args.func(args, console))
-    except RaMemError as exc:
+    except (RaMemError, OSError) as exc:  # one clear line, never a traceback
         console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         return 2
 

@@ -248,6 +248,26 @@ def detect_format(data: Any) -> Format:
     return "auto"
 
 
+def read_json(path: str | Path) -> Any:
+    """The parsed JSON of a file.
+
+    Raises:
+        ConversationFormatError: the file is unreadable or not JSON (the message names it).
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        msg = f"cannot read file: {reason}"
+        raise ConversationFormatError(msg, source=source) from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        raise ConversationFormatError(msg, source=source) from exc
+
+
 def load_conversations(path: str | Path, format: Format = "auto") -> list[Conversation]:  # noqa: A002
     """Read every conversation in a JSON file.
 
@@ -260,16 +280,7 @@ def load_conversations(path: str | Path, format: Format = "auto") -> list[Conver
             names the file, session and turn.
     """
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        msg = f"cannot read file: {exc.strerror or exc}"
-        raise ConversationFormatError(msg, source=source) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        msg = f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        raise ConversationFormatError(msg, source=source) from exc
+    data = read_json(path)
     kind = detect_format(data) if format == "auto" else format
     items: Iterable[Any] = data if isinstance(data, list) else [data]
     if kind == "locomo":

@@ -32,11 +32,17 @@ from typing import Any
 import numpy as np
 
 from ramem_core.anchoring import LLMAnchorer, RuleAnchorer
+from ramem_core.errors import ConversationFormatError, InvalidInputError
 from ramem_core.evaluation import metrics
 from ramem_core.evaluation.stats import paired_bootstrap
 from ramem_core.frames import LLMFrameInducer
 from ramem_core.llm import MeteredLLM
-from ramem_core.loaders import locomo_conversation, longmemeval_conversation
+from ramem_core.loaders import (
+    detect_format,
+    locomo_conversation,
+    longmemeval_conversation,
+    read_json,
+)
 from ramem_core.memory import RaMem
 from ramem_core.protocols import LLM, Embedder, TokenCounter
 from ramem_core.retrieval import CONTENT_ONLY, Conditions, RetrievalConfig
@@ -102,11 +108,12 @@ class EvalOptions:
         unknown = [s for s in self.systems if s not in SYSTEMS]
         unknown += [a for a in self.ablations if a not in ABLATIONS]
         if unknown:
-            msg = f"unknown system or ablation: {', '.join(unknown)}"
-            raise ValueError(msg)
+            known = ", ".join([*SYSTEMS, *ABLATIONS])
+            msg = f"unknown system or ablation: {', '.join(unknown)} (known: {known})"
+            raise InvalidInputError(msg)
         if self.llm_stages and self.llm is None:
             msg = "llm_stages needs an llm"
-            raise ValueError(msg)
+            raise InvalidInputError(msg)
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -292,15 +299,22 @@ def _frame_row(
     }
 
 
-def _load(path: str | Path | Sequence[str | Path]) -> list[Any]:
-    """The JSON lists of one or more benchmark files, concatenated."""
+def _load(path: str | Path | Sequence[str | Path], kind: str) -> list[Any]:
+    """The items of one or more benchmark files of ``kind`` ("locomo", "longmemeval"),
+    concatenated.
+
+    Raises:
+        ConversationFormatError: a file is missing, not JSON, or not a ``kind`` file.
+    """
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     items: list[Any] = []
     for one in paths:
-        for item in json.loads(Path(one).read_text(encoding="utf-8")):
-            if isinstance(item, dict):
-                item = {**item, "_source": Path(one).stem}
-            items.append(item)
+        data = read_json(one)
+        if not isinstance(data, list) or not data or detect_format(data) != kind:
+            found = detect_format(data) if data else "empty"
+            msg = f"not a {kind} file (a JSON list of {kind} items; this looks like {found})"
+            raise ConversationFormatError(msg, source=str(one))
+        items.extend({**item, "_source": Path(one).stem} for item in data)
     return items
 
 
@@ -397,7 +411,7 @@ def evaluate_locomo(
     options = options or EvalOptions()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    samples = _load(path)
+    samples = _load(path, "locomo")
     bench = _open_bench(out, options, embedder, counter)
     questions = [(s, qa) for s in samples for qa in s.get("qa", [])]
     if options.limit is not None:
@@ -662,7 +676,7 @@ def evaluate_longmemeval(
     options = options or EvalOptions(ks=LME_KS)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    items = _load(path)
+    items = _load(path, "longmemeval")
     if options.limit is not None:
         items = items[: options.limit]
     bench = _open_bench(out, options, embedder, counter)

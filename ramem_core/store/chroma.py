@@ -215,7 +215,14 @@ class ChromaStore:
         """
         import chromadb
 
-        Path(path).mkdir(parents=True, exist_ok=True)
+        if Path(path).exists() and not Path(path).is_dir():
+            msg = f"{path} is a file, not a memory directory: pass a directory to open"
+            raise StoreError(msg)
+        try:
+            Path(path).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            msg = f"cannot create the memory directory {path}: {exc.strerror or exc}"
+            raise StoreError(msg) from exc
         lock = _DirectoryLock.acquire(Path(path))
         try:
             client = chromadb.PersistentClient(path=str(path), settings=_settings())

@@ -111,3 +111,58 @@ def test_ask_on_a_mistyped_namespace_says_so(
     capsys.readouterr()
     assert main([*db, "namespaces"]) == 0
     assert "defualt" not in capsys.readouterr().out  # the read did not create it
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("path-is-a-file", "is a file, not a memory directory"),
+        ("eval-missing", "cannot read file"),
+        ("eval-malformed", "malformed JSON"),
+        ("eval-wrong-format", "not a locomo file"),
+        ("eval-bad-k", "--k: expected a whole number"),
+        ("eval-unknown-system", "unknown system or ablation: nope"),
+    ],
+)
+def test_bad_arguments_and_files_get_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, expected: str
+) -> None:
+    ramem_file = tmp_path / "conversation.json"
+    ramem_file.write_text('{"id": "c", "sessions": []}', encoding="utf-8")
+    malformed = tmp_path / "bad.json"
+    malformed.write_text("[{not json", encoding="utf-8")
+    locomo = str(FIXTURES / "locomo_mini.json")
+    out = str(tmp_path / "out")
+    argv = {
+        "path-is-a-file": ["--path", str(ramem_file), "namespaces"],
+        "eval-missing": ["eval", "locomo", str(tmp_path / "nope.json"), "--out", out],
+        "eval-malformed": ["eval", "locomo", str(malformed), "--out", out],
+        "eval-wrong-format": ["eval", "locomo", str(ramem_file), "--out", out],
+        "eval-bad-k": ["eval", "locomo", locomo, "--k", "0,5", "--out", out],
+        "eval-unknown-system": ["eval", "locomo", locomo, "--system", "nope", "--out", out],
+    }[case]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err
+    assert expected in " ".join(printed.split())
+    assert "Traceback" not in printed
+
+
+def test_k_zero_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--path", str(tmp_path / "db"), "ask", "What did Ben eat?", "--k", "0"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "expected a whole number of at least 1" in err
+    assert not (tmp_path / "db").exists()  # nothing opened, no frame printed
+
+
+def test_the_demo_never_touches_the_users_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "mine"
+    assert main(["--path", str(store), "demo"]) == 0
+    assert "--path is not touched" in capsys.readouterr().out
+    assert not store.exists()
