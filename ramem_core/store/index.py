@@ -194,10 +194,6 @@ class LexicalIndex:
         self._arrays.pop(term, None)
         return entry
 
-    def __len__(self) -> int:
-        """Number of document ids handed out (live and removed)."""
-        return len(self._docs)
-
     @property
     def live(self) -> int:
         """Number of live documents."""
@@ -265,11 +261,6 @@ class LexicalIndex:
         """Build every term's posting arrays now (after a bulk build), not on first query."""
         for term in self._postings:
             self._posting(term)
-
-    def replace(self, doc: int, counts: dict[str, float]) -> int:
-        """Remove ``doc`` and append ``counts`` in its stead; returns the new id."""
-        self.remove(doc)
-        return self.add(counts)
 
     def _posting(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         cached = self._arrays.get(term)

@@ -67,11 +67,13 @@ def test_removed_documents_leave_the_statistics() -> None:
     live = [DOCS[i] for i in (0, 2, 3)]
     np.testing.assert_allclose(scores[[0, 2, 3]], _bm25(live, query), rtol=1e-5)
     assert index.live == 3
-    new = index.replace(ids[0], {"pottery": 3.0})
+    evolved, [new] = index.evolve([ids[0]], [{"pottery": 3.0}])
     assert new == len(DOCS)
-    assert index.live == 3
+    assert evolved.live == 3
+    assert index.live == 3  # the index it came from is unchanged
+    np.testing.assert_allclose(index.scores(query), scores)
     np.testing.assert_allclose(
-        index.scores(query)[[new, 2, 3]],
+        evolved.scores(query)[[new, 2, 3]],
         _bm25([{"pottery": 3.0}, DOCS[2], DOCS[3]], query),
         rtol=1e-5,
     )
