@@ -301,7 +301,7 @@ class ChromaStore:
 
     def has_namespace(self, namespace: str) -> bool:
         """True when ``namespace`` exists in this store (it may still be empty)."""
-        return namespace in self._collections or check_namespace(namespace) in self.namespaces()
+        return self._existing(check_namespace(namespace)) is not None
 
     # ------------------------------------------------------------------ freshness
 
