@@ -58,6 +58,10 @@ _DISTANCE = re.compile(
 )
 
 
+def _relation_of(m: re.Match[str]) -> Relation:
+    return _RELATION_WORDS[" ".join(m.group("rel").lower().split())]
+
+
 def _anchor_phrase(m: re.Match[str]) -> str:
     return _CLAUSE.sub("", m.group("anchor").strip()) or m.group("anchor").strip()
 
@@ -129,7 +133,7 @@ class RuleFrameInducer:
                     relation_text,
                     None,
                     False,
-                    _RELATION_WORDS[" ".join(relation.group("rel").lower().split())],
+                    _relation_of(relation),
                     _anchor_phrase(relation),
                     "a distance between two events: both are evidence, neither is a filter",
                 )
@@ -187,7 +191,7 @@ class RuleFrameInducer:
         return TimeConstraint(text, span, True, reason=f"relative to {context.now:%d %B %Y}")
 
     def _relation(self, m: re.Match[str], context: FrameContext) -> TimeConstraint | None:
-        relation = _RELATION_WORDS[" ".join(m.group("rel").lower().split())]
+        relation = _relation_of(m)
         anchor_text = _anchor_phrase(m)
         memory = context.memory_range
         text = m.group(0).strip()
