@@ -518,20 +518,11 @@ def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> di
     for run in options.runs:
         mine = [r for r in rows if r["system"] == run]
         answerable = [r for r in mine if r["category"] in metrics.ANSWERABLE and r["evidence"]]
-        recall: dict[str, dict[str, float | None]] = {}
-        for k in options.ks:
-            by_cat = {
-                name: _mean(r["recall"][k] for r in answerable if r["category"] == c)
-                for c, name in metrics.LOCOMO_CATEGORIES.items()
-                if c in metrics.ANSWERABLE
-            }
-            by_cat["overall"] = _mean(r["recall"][k] for r in answerable)
-            recall[str(k)] = by_cat
         confusable = [r for r in mine if r.get("confusable")]
         entry: dict[str, Any] = {
             "questions": len(mine),
             "answerable_with_evidence": len(answerable),
-            "recall": recall,
+            "recall": _recall_by_category(answerable, options.ks),
             "budget_curve": [
                 _mean(r["recall"][k] for r in answerable) for k in range(1, depth + 1)
             ],
@@ -554,31 +545,15 @@ def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> di
                 "f1": _mean(r["f1"] for r in mine if r["category"] in metrics.ANSWERABLE),
                 "bleu1": _mean(r["bleu1"] for r in mine if r["category"] in metrics.ANSWERABLE),
             }
-        entry["d_at_1_all"] = _mean(
-            r["top1_wrong_episode"] for r in answerable if r.get("top1_wrong_episode") is not None
-        )
-        entry["splits"] = {
-            split: {
-                "questions": len([r for r in answerable if r.get("split") == split]),
-                "recall": {
-                    str(k): {
-                        name: _mean(
-                            r["recall"][k]
-                            for r in answerable
-                            if r.get("split") == split and (name == "overall" or r["category"] == c)
-                        )
-                        for c, name in [*LOCOMO_ANSWERABLE, (0, "overall")]
-                    }
-                    for k in options.ks
-                },
-                "d_at_1_all": _mean(
-                    r["top1_wrong_episode"]
-                    for r in answerable
-                    if r.get("split") == split and r.get("top1_wrong_episode") is not None
-                ),
+        entry["d_at_1_all"] = _wrong_episode_at_1(answerable)
+        entry["splits"] = {}
+        for split in ("choose", "report"):
+            part = [r for r in answerable if r.get("split") == split]
+            entry["splits"][split] = {
+                "questions": len(part),
+                "recall": _recall_by_category(part, options.ks),
+                "d_at_1_all": _wrong_episode_at_1(part),
             }
-            for split in ("choose", "report")
-        }
         summary["runs"][run] = entry
     if "content" in options.runs:
         summary["paired_vs_content"] = {
@@ -588,6 +563,26 @@ def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> di
         summary["ramem_failures_at_10"] = failure_kinds(rows, 10)
         summary["anchors"] = anchor_accuracy(rows)
     return summary
+
+
+def _recall_by_category(
+    rows: Sequence[dict[str, Any]], ks: Sequence[int]
+) -> dict[str, dict[str, float | None]]:
+    """Mean evidence Recall@k per answerable category and overall, for each k."""
+    recall: dict[str, dict[str, float | None]] = {}
+    for k in ks:
+        by_category = {
+            name: _mean(r["recall"][k] for r in rows if r["category"] == c)
+            for c, name in LOCOMO_ANSWERABLE
+        }
+        by_category["overall"] = _mean(r["recall"][k] for r in rows)
+        recall[str(k)] = by_category
+    return recall
+
+
+def _wrong_episode_at_1(rows: Sequence[dict[str, Any]]) -> float | None:
+    """Share of questions whose top memory comes from a session without evidence."""
+    return _mean(r["top1_wrong_episode"] for r in rows if r.get("top1_wrong_episode") is not None)
 
 
 LOCOMO_ANSWERABLE = [
