@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
@@ -95,11 +96,7 @@ class Snapshot:
                 people.setdefault(name, []).append(i)
         self._people = {name: np.array(rows, dtype=np.int64) for name, rows in people.items()}
         self.time_range = self._time_range()
-        self.last_session_end = (
-            from_epoch(int(self.session.end[self.session.known].max()))
-            if self.session.known.any()
-            else None
-        )
+        self.last_session_end = self._last_session_end()
         self.index = EpisodicIndex(self.units, vectors, keys)
 
     def __len__(self) -> int:
@@ -167,13 +164,13 @@ class Snapshot:
                 new._people[name] = np.append(held, i)
         new.ubiquitous = new._ubiquitous()
         new.time_range = new._time_range()
-        new.last_session_end = (
-            from_epoch(int(new.session.end[new.session.known].max()))
-            if new.session.known.any()
-            else None
-        )
+        new.last_session_end = new._last_session_end()
         new.index = self.index.evolve(new.units, new.vectors, [row for row, _ in replaced])
         return new
+
+    def _last_session_end(self) -> datetime | None:
+        ses = self.session
+        return from_epoch(int(ses.end[ses.known].max())) if ses.known.any() else None
 
     def _time_range(self) -> TimeSpan | None:
         ses, ev = self.session, self.event
