@@ -15,14 +15,16 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from ramem_core import Evidence, RaMem
-from ramem_core.synthesis import evidence_metadata, render
+from ramem_core.synthesis import evidence_metadata, quote, render
 
 
 def evidence_to_document(
     evidence: Evidence, page_content: Literal["situated", "content"] = "situated"
 ) -> Document:
     """One piece of evidence as a ``Document`` with flat episodic metadata."""
-    text = render(evidence, evidence.rank) if page_content == "situated" else evidence.unit.content
+    # bare content is quoted too: a memory must not be able to close a tag in the prompt
+    content = quote(evidence.unit.content)
+    text = render(evidence, evidence.rank) if page_content == "situated" else content
     return Document(page_content=text, metadata=evidence_metadata(evidence), id=evidence.unit.id)
 
 

@@ -10,14 +10,16 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ramem_core import Evidence, RaMem
-from ramem_core.synthesis import evidence_metadata, render
+from ramem_core.synthesis import evidence_metadata, quote, render
 
 
 def evidence_to_node(
     evidence: Evidence, text: Literal["situated", "content"] = "situated"
 ) -> NodeWithScore:
     """One piece of evidence as a scored ``TextNode`` with flat episodic metadata."""
-    body = render(evidence, evidence.rank) if text == "situated" else evidence.unit.content
+    # bare content is quoted too: a memory must not be able to close a tag in the prompt
+    content = quote(evidence.unit.content)
+    body = render(evidence, evidence.rank) if text == "situated" else content
     metadata = evidence_metadata(evidence)
     node = TextNode(
         id_=evidence.unit.id,

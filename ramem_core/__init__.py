@@ -11,6 +11,7 @@ from ramem_core.errors import (
     ConversationFormatError,
     InvalidInputError,
     ModelUnavailableError,
+    NamespaceNotFoundError,
     RaMemError,
     StoreError,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "MeteredLLM",
     "MiniLMEmbedder",
     "ModelUnavailableError",
+    "NamespaceNotFoundError",
     "RaMem",
     "RaMemError",
     "RecallFrame",

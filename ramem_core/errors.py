@@ -2,7 +2,8 @@
 
     RaMemError
     ├── InvalidInputError (also a ValueError)
-    │   └── ConversationFormatError   a conversation file or object is malformed
+    │   ├── ConversationFormatError   a conversation file or object is malformed
+    │   └── NamespaceNotFoundError    a read names a namespace nothing was stored in
     ├── StoreError                    the Chroma store failed or is inconsistent
     └── ModelUnavailableError         an embedding model or data file is missing
 
@@ -49,6 +50,18 @@ class ConversationFormatError(InvalidInputError):
         ]
         msg = f"{problem} ({', '.join(where)})" if where else problem
         super().__init__(msg)
+
+
+class NamespaceNotFoundError(InvalidInputError, LookupError):
+    """A read names a namespace that does not exist (reads never create one)."""
+
+    def __init__(self, namespace: str, known: list[str]) -> None:
+        self.namespace = namespace
+        shown = ", ".join(map(repr, known[:10])) + (", ..." if len(known) > 10 else "")
+        super().__init__(
+            f"namespace {namespace!r} does not exist (known: {shown or 'none yet'}); "
+            "add memories to it first"
+        )
 
 
 class StoreError(RaMemError):

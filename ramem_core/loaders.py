@@ -24,99 +24,132 @@ Every problem raises :class:`ConversationFormatError` naming the file, session a
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from ramem_core.errors import ConversationFormatError
+from ramem_core.errors import ConversationFormatError, InvalidInputError
 from ramem_core.temporal import parse_timestamp
 from ramem_core.types import Conversation, Session, Turn
+from ramem_core.validation import (
+    MAX_CAPTION_CHARS,
+    MAX_TEXT_CHARS,
+    check_id,
+    check_moment,
+    check_name,
+    check_text,
+    visible,
+)
 
-MAX_TURN_CHARS = 50_000
 Format = Literal["auto", "ramem", "locomo", "longmemeval"]
 
 
 def _time(
     value: Any, what: str, *, source: str | None, session: str | None, turn: str | None = None
 ) -> datetime | None:
+    """A file's time value as a naive UTC datetime (checked for range by :func:`validate`)."""
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
-        return value.replace(tzinfo=None)
+        return value
     if not isinstance(value, str):
         msg = f"{what} must be a string, got {type(value).__name__}"
         raise ConversationFormatError(msg, source=source, session=session, turn=turn)
     parsed = parse_timestamp(value)
     if parsed is None:
-        msg = f"unparseable {what} {value!r}"
+        msg = (
+            f"unparseable {what} {value[:80]!r}: give an absolute time such as "
+            "2023-05-08T13:56:00 or '1:56 pm on 8 May, 2023'"
+        )
         raise ConversationFormatError(msg, source=source, session=session, turn=turn)
-    return parsed.replace(tzinfo=None)
-
-
-def _str(
-    obj: Mapping[str, Any],
-    key: str,
-    *,
-    source: str | None,
-    session: str | None,
-    turn: str | None = None,
-    required: bool = True,
-) -> str:
-    value = obj.get(key)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        got = "missing" if value is None else f"{type(value).__name__} {value!r}"[:80]
-        msg = f"field {key!r} must be a non-empty string, got {got}"
-        raise ConversationFormatError(msg, source=source, session=session, turn=turn)
-    return value
+    return parsed
 
 
 def validate(conversation: Conversation, source: str | None = None) -> Conversation:
-    """Check a conversation built in Python; returns it unchanged or raises.
+    """Check a conversation built in Python; returns it with its times in UTC, or raises.
 
-    Checks: ids present and unique (sessions; turns across the conversation), speakers
-    present, texts are strings, no empty turn, no turn over ``MAX_TURN_CHARS`` characters.
+    Checks, against the limits of :mod:`ramem_core.validation`: ids present, one-line and unique
+    (sessions; turns across the conversation), speakers and participants present and one-line,
+    texts and captions within their limits with no control character, no empty turn, times
+    within range (aware ones are converted to UTC).
     """
-    src = source or f"conversation {conversation.id!r}"
-    if not isinstance(conversation.id, str) or not conversation.id.strip():
-        raise ConversationFormatError("conversation id must be a non-empty string", source=src)
-    if not conversation.sessions:
-        raise ConversationFormatError("conversation has no sessions", source=src)
-    session_ids: set[str] = set()
-    turn_ids: set[str] = set()
-    for session in conversation.sessions:
-        sid = session.id
-        if not isinstance(sid, str) or not sid.strip():
-            raise ConversationFormatError("session id must be a non-empty string", source=src)
-        if sid in session_ids:
-            raise ConversationFormatError("duplicate session id", source=src, session=sid)
-        session_ids.add(sid)
-        for turn in session.turns:
-            tid = turn.id
-            if not isinstance(tid, str) or not tid.strip():
-                msg = "turn id must be a non-empty string"
-                raise ConversationFormatError(msg, source=src, session=sid)
-            if tid in turn_ids:
-                raise ConversationFormatError(
-                    "duplicate turn id", source=src, session=sid, turn=tid
-                )
-            turn_ids.add(tid)
-            if not isinstance(turn.speaker, str) or not turn.speaker.strip():
-                raise ConversationFormatError(
-                    "turn has no speaker", source=src, session=sid, turn=tid
-                )
-            if not isinstance(turn.text, str):
-                msg = f"turn text must be a string, got {type(turn.text).__name__}"
-                raise ConversationFormatError(msg, source=src, session=sid, turn=tid)
-            if not turn.text.strip() and not turn.image_caption:
-                raise ConversationFormatError("empty turn", source=src, session=sid, turn=tid)
-            if len(turn.text) > MAX_TURN_CHARS:
-                msg = f"turn text has {len(turn.text)} characters (limit {MAX_TURN_CHARS})"
-                raise ConversationFormatError(msg, source=src, session=sid, turn=tid)
-    return conversation
+    src = source or f"conversation {str(conversation.id)[:80]!r}"
+    if not isinstance(conversation, Conversation):
+        msg = f"expected a Conversation, got {type(conversation).__name__}"
+        raise ConversationFormatError(msg, source=src)
+    where: dict[str, str | None] = {"source": src, "session": None, "turn": None}
+    try:
+        check_id(conversation.id, "conversation id")
+        if not isinstance(conversation.participants, tuple | list):
+            raise InvalidInputError("participants must be a list of names")
+        for name in conversation.participants:
+            check_name(name, "participant")
+        if not isinstance(conversation.sessions, tuple | list) or not conversation.sessions:
+            raise InvalidInputError("conversation has no sessions")
+        session_ids: set[str] = set()
+        turn_ids: set[str] = set()
+        sessions = []
+        for index, session in enumerate(conversation.sessions):
+            where.update(session=f"#{index}", turn=None)
+            if not isinstance(session, Session):
+                raise InvalidInputError(f"expected a Session, got {type(session).__name__}")
+            sid = check_id(session.id, "session id")
+            where["session"] = sid
+            if sid in session_ids:
+                raise InvalidInputError("duplicate session id")
+            session_ids.add(sid)
+            if not isinstance(session.turns, tuple | list):
+                raise InvalidInputError("turns must be a list")
+            turns = []
+            for position, turn in enumerate(session.turns):
+                where["turn"] = f"#{position}"
+                turns.append(_checked_turn(turn, turn_ids, where))
+            time = None if session.time is None else check_moment(session.time, "session time")
+            sessions.append(replace(session, turns=tuple(turns), time=time))
+    except InvalidInputError as exc:
+        raise ConversationFormatError(str(exc), **where) from None
+    return replace(
+        conversation, sessions=tuple(sessions), participants=tuple(conversation.participants)
+    )
+
+
+def _checked_turn(turn: object, seen: set[str], where: dict[str, str | None]) -> Turn:
+    if not isinstance(turn, Turn):
+        raise InvalidInputError(f"expected a Turn, got {type(turn).__name__}")
+    tid = check_id(turn.id, "turn id")
+    where["turn"] = tid
+    if tid in seen:
+        raise InvalidInputError("duplicate turn id")
+    seen.add(tid)
+    check_name(turn.speaker, "speaker")
+    caption = turn.image_caption
+    if caption is not None:
+        caption = check_text(caption, "image caption", limit=MAX_CAPTION_CHARS, required=False)
+    has_caption = caption is not None and visible(caption)
+    text = check_text(turn.text, "turn text", limit=MAX_TEXT_CHARS, required=not has_caption)
+    time = None if turn.time is None else check_moment(turn.time, "turn time")
+    return replace(turn, text=text, time=time, image_caption=caption if has_caption else None)
+
+
+def _field(obj: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """A raw field; :func:`validate` checks its type and value with the rest."""
+    return obj.get(key, default)
+
+
+def _turns(value: Any, *, source: str | None, session: str) -> list[Mapping[str, Any]]:
+    """The turns of a session: a list of JSON objects, else a format error."""
+    if not isinstance(value, list):
+        msg = f"the turns must be a list, got {type(value).__name__}"
+        raise ConversationFormatError(msg, source=source, session=session)
+    for position, turn in enumerate(value):
+        if not isinstance(turn, Mapping):
+            msg = f"a turn must be an object, got {type(turn).__name__}"
+            raise ConversationFormatError(msg, source=source, session=session, turn=f"#{position}")
+    return value
 
 
 def conversation_from_dict(data: Any, source: str | None = None) -> Conversation:
@@ -124,61 +157,42 @@ def conversation_from_dict(data: Any, source: str | None = None) -> Conversation
     if not isinstance(data, Mapping):
         msg = f"a conversation must be a JSON object, got {type(data).__name__}"
         raise ConversationFormatError(msg, source=source)
-    cid = _str(data, "id", source=source, session=None)
     raw_sessions = data.get("sessions")
     if not isinstance(raw_sessions, list):
         raise ConversationFormatError("field 'sessions' must be a list", source=source)
     participants = data.get("participants", [])
-    if not isinstance(participants, list) or not all(isinstance(p, str) for p in participants):
+    if not isinstance(participants, list):
         raise ConversationFormatError("'participants' must be a list of names", source=source)
     sessions = []
     for index, raw in enumerate(raw_sessions):
         if not isinstance(raw, Mapping):
-            msg = f"session #{index} must be an object"
+            msg = f"session #{index} must be an object, got {type(raw).__name__}"
             raise ConversationFormatError(msg, source=source)
-        sid = _str(raw, "id", source=source, session=f"#{index}")
-        turns_raw = raw.get("turns")
-        if not isinstance(turns_raw, list):
-            raise ConversationFormatError("'turns' must be a list", source=source, session=sid)
-        turns = []
-        for position, t in enumerate(turns_raw):
-            if not isinstance(t, Mapping):
-                msg = "a turn must be an object"
-                raise ConversationFormatError(msg, source=source, session=sid, turn=f"#{position}")
-            tid = _str(t, "id", source=source, session=sid, turn=f"#{position}")
-            caption = t.get("image_caption")
-            if caption is not None and not isinstance(caption, str):
-                msg = "'image_caption' must be a string"
-                raise ConversationFormatError(msg, source=source, session=sid, turn=tid)
-            turns.append(
-                Turn(
-                    id=tid,
-                    speaker=_str(t, "speaker", source=source, session=sid, turn=tid),
-                    text=_str(t, "text", source=source, session=sid, turn=tid, required=False),
-                    time=_time(t.get("time"), "turn time", source=source, session=sid, turn=tid),
-                    image_caption=caption,
-                )
+        sid = _field(raw, "id")
+        where = str(sid)[:80]
+        turns = [
+            Turn(
+                id=_field(t, "id"),
+                speaker=_field(t, "speaker"),
+                text=t.get("text", ""),
+                time=_time(t.get("time"), "turn time", source=source, session=where),
+                image_caption=t.get("image_caption"),
             )
-        sessions.append(
-            Session(
-                sid,
-                tuple(turns),
-                _time(raw.get("time"), "session time", source=source, session=sid),
-            )
-        )
-    return validate(Conversation(cid, tuple(sessions), tuple(participants)), source)
+            for t in _turns(raw.get("turns"), source=source, session=where)
+        ]
+        time = _time(raw.get("time"), "session time", source=source, session=where)
+        sessions.append(Session(sid, tuple(turns), time))
+    return validate(Conversation(_field(data, "id"), tuple(sessions), tuple(participants)), source)
 
 
-def locomo_conversation(sample: Mapping[str, Any], source: str | None = None) -> Conversation:
+def locomo_conversation(sample: Any, source: str | None = None) -> Conversation:
     """One LoCoMo sample as a conversation (sessions in order; image captions kept)."""
     if not isinstance(sample, Mapping) or not isinstance(sample.get("conversation"), Mapping):
         raise ConversationFormatError("not a LoCoMo sample (no 'conversation')", source=source)
-    cid = str(sample.get("sample_id") or "locomo")
+    cid = sample.get("sample_id") or "locomo"
     conv = sample["conversation"]
     numbers = sorted(
-        int(m.group(1))
-        for key in conv
-        if (m := re.fullmatch(r"session_(\d+)", key)) and isinstance(conv[key], list)
+        int(m.group(1)) for key in conv if (m := re.fullmatch(r"session_(\d{1,4})", str(key)))
     )
     sessions = []
     for n in numbers:
@@ -186,26 +200,29 @@ def locomo_conversation(sample: Mapping[str, Any], source: str | None = None) ->
         time = _time(conv.get(f"session_{n}_date_time"), "session time", source=source, session=sid)
         turns = tuple(
             Turn(
-                id=str(t.get("dia_id") or f"{sid}:{i + 1}"),
-                speaker=str(t.get("speaker") or ""),
-                text=str(t.get("text") or ""),
-                image_caption=t.get("blip_caption") or None,
+                id=t.get("dia_id") or f"{sid}:{i + 1}",
+                speaker=_field(t, "speaker"),
+                text=t.get("text", ""),
+                image_caption=t.get("blip_caption"),
             )
-            for i, t in enumerate(conv[f"session_{n}"])
+            for i, t in enumerate(_turns(conv[f"session_{n}"], source=source, session=sid))
         )
         sessions.append(Session(sid, turns, time))
-    participants = tuple(str(conv[k]) for k in ("speaker_a", "speaker_b") if conv.get(k))
+    participants = tuple(conv[k] for k in ("speaker_a", "speaker_b") if conv.get(k))
     return validate(Conversation(cid, tuple(sessions), participants), source)
 
 
-def longmemeval_conversation(item: Mapping[str, Any], source: str | None = None) -> Conversation:
+def longmemeval_conversation(item: Any, source: str | None = None) -> Conversation:
     """The haystack of one LongMemEval question as a conversation.
 
     Sessions are sorted by full timestamp (the file is not). Turn ids are
-    ``"<session_id>:<index>"``; empty turns are skipped (the cleaned files hold a few), and
-    a repeated session id gets a ``~2`` suffix so ids stay unique.
+    ``"<session_id>:<index>"``; turns with no visible character are skipped (the cleaned files
+    hold a few), and a repeated session id gets a ``~2`` suffix so ids stay unique.
     """
-    qid = str(item.get("question_id") or "longmemeval")
+    if not isinstance(item, Mapping):
+        msg = f"a LongMemEval item must be an object, got {type(item).__name__}"
+        raise ConversationFormatError(msg, source=source)
+    qid = item.get("question_id") or "longmemeval"
     try:
         triples = list(
             zip(
@@ -221,13 +238,16 @@ def longmemeval_conversation(item: Mapping[str, Any], source: str | None = None)
     seen: dict[str, int] = {}
     sessions = []
     for raw_id, date, turns_raw in triples:
+        if not isinstance(raw_id, str):
+            msg = f"a haystack session id must be a string, got {type(raw_id).__name__}"
+            raise ConversationFormatError(msg, source=source)
         seen[raw_id] = seen.get(raw_id, 0) + 1
         sid = raw_id if seen[raw_id] == 1 else f"{raw_id}~{seen[raw_id]}"
         time = _time(date, "session date", source=source, session=sid)
         turns = tuple(
-            Turn(id=f"{sid}:{j}", speaker=str(t.get("role") or "user"), text=t["content"])
-            for j, t in enumerate(turns_raw)
-            if isinstance(t.get("content"), str) and t["content"].strip()
+            Turn(id=f"{sid}:{j}", speaker=_field(t, "role", "user"), text=_field(t, "content"))
+            for j, t in enumerate(_turns(turns_raw, source=source, session=sid))
+            if not (isinstance(t.get("content"), str) and not visible(t["content"]))
         )
         if turns:
             sessions.append(Session(sid, turns, time))
@@ -249,22 +269,34 @@ def detect_format(data: Any) -> Format:
 
 
 def read_json(path: str | Path) -> Any:
-    """The parsed JSON of a file.
+    """The parsed JSON of a UTF-8 file (a byte-order mark is allowed).
 
     Raises:
-        ConversationFormatError: the file is unreadable or not JSON (the message names it).
+        ConversationFormatError: the file is unreadable, not UTF-8, not JSON or nested deeper
+            than Python's JSON parser goes (the message names the file).
     """
+    if not isinstance(path, str | os.PathLike):
+        msg = f"a file path must be a string or a path, got {type(path).__name__}"
+        raise ConversationFormatError(msg)
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        msg = f"cannot read file: {reason}"
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        msg = (
+            f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}): "
+            "save the file as UTF-8"
+        )
+        raise ConversationFormatError(msg, source=source) from exc
+    except OSError as exc:
+        msg = f"cannot read file: {exc.strerror or exc}"
         raise ConversationFormatError(msg, source=source) from exc
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         msg = f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        raise ConversationFormatError(msg, source=source) from exc
+    except RecursionError as exc:
+        msg = "JSON nested too deeply to read (conversation files nest 5 levels)"
         raise ConversationFormatError(msg, source=source) from exc
 
 

@@ -7,14 +7,14 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from ramem_core.anchoring import RuleAnchorer
-from ramem_core.errors import InvalidInputError
+from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.frames import RuleFrameInducer
-from ramem_core.loaders import MAX_TURN_CHARS, Format, conversation_from_dict, load_conversations
+from ramem_core.loaders import Format, conversation_from_dict, load_conversations
 from ramem_core.loaders import validate as validate_conversation
 from ramem_core.protocols import LLM, Anchorer, Embedder, FrameContext, FrameInducer, TokenCounter
 from ramem_core.retrieval import RetrievalConfig, Retriever
@@ -30,6 +30,18 @@ from ramem_core.types import (
     TimeSpan,
     Turn,
 )
+from ramem_core.validation import (
+    MAX_CAPTION_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TEXT_CHARS,
+    check_count,
+    check_id,
+    check_moment,
+    check_name,
+    check_query,
+    check_text,
+    visible,
+)
 
 Progress = Callable[[int, int], None]
 _EMBED_CHUNK = 256
@@ -42,35 +54,6 @@ def default_path() -> Path:
         return Path(home)
     data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data) / "ramem"
-
-
-EARLIEST = datetime(1900, 1, 1)
-"""The earliest time a live turn or a query may carry."""
-LATEST = datetime(2200, 1, 1)
-"""The latest time a live turn or a query may carry (``datetime.max`` would break every later
-recall of the namespace: spans are widened and shifted by days)."""
-
-
-def _naive(moment: datetime) -> datetime:
-    if moment.tzinfo is not None:
-        return moment.astimezone(timezone.utc).replace(tzinfo=None)
-    return moment
-
-
-def _moment(value: object, what: str) -> datetime:
-    """``value`` as a naive UTC datetime within [EARLIEST, LATEST], else InvalidInputError."""
-    if not isinstance(value, datetime):
-        msg = f"{what!r} must be a datetime, got {type(value).__name__}"
-        raise InvalidInputError(msg)
-    try:
-        moment = _naive(value)
-    except (OverflowError, ValueError) as exc:
-        msg = f"{what!r} {value!r} cannot be converted to UTC: {exc}"
-        raise InvalidInputError(msg) from exc
-    if not EARLIEST <= moment <= LATEST:
-        msg = f"{what!r} {moment:%Y-%m-%d} lies outside {EARLIEST:%Y}-{LATEST:%Y}"
-        raise InvalidInputError(msg)
-    return moment
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +111,9 @@ class RaMem:
         self.retriever = Retriever(store, self.embedder, config)
         self.llm = llm
         self.namespace = check_namespace(namespace)
+        if not isinstance(session_gap, timedelta) or session_gap <= timedelta(0):
+            msg = f"session_gap must be a positive timedelta, got {session_gap!r}"
+            raise InvalidInputError(msg)
         self.session_gap = session_gap
         self._counter = counter
         self._live: dict[tuple[str, str], _LiveSession] = {}
@@ -319,20 +305,25 @@ class RaMem:
 
         Raises:
             InvalidInputError: ``at`` is not a datetime or lies outside
-                :data:`EARLIEST`-:data:`LATEST`; an empty or oversized turn.
+                :data:`~ramem_core.validation.EARLIEST`-:data:`~ramem_core.validation.LATEST`;
+                an empty or oversized turn, a speaker that is not a one-line name (see
+                :mod:`ramem_core.validation`). Nothing is written then.
 
         Returns:
             The stored memory unit.
         """
         ns = self._ns(namespace)
-        moment = _moment(at, "at")
-        if not isinstance(speaker, str) or not speaker.strip():
-            raise InvalidInputError("a turn needs a speaker")
-        if not isinstance(text, str) or (not text.strip() and not image_caption):
-            raise InvalidInputError(f"empty turn from {speaker!r}")
-        if len(text) > MAX_TURN_CHARS:
-            msg = f"turn has {len(text)} characters (limit {MAX_TURN_CHARS})"
-            raise InvalidInputError(msg)
+        moment = check_moment(at, "at")
+        check_name(speaker, "speaker")
+        check_id(conversation_id, "conversation_id")
+        if image_caption is not None:
+            image_caption = check_text(
+                image_caption, "image_caption", limit=MAX_CAPTION_CHARS, required=False
+            )
+            image_caption = image_caption if visible(image_caption) else None
+        text = check_text(
+            text, f"turn text from {speaker!r}", limit=MAX_TEXT_CHARS, required=not image_caption
+        )
         with self._lock:
             live = self._live_session(ns, conversation_id)
             if live is None or new_session or live.closed or moment - live.last > self.session_gap:
@@ -436,7 +427,8 @@ class RaMem:
                 msg = f"{name} must be a non-empty string, got {value!r}"
                 raise InvalidInputError(msg)
         if unit_ids is not None and (
-            isinstance(unit_ids, str) or not all(isinstance(i, str) and i for i in unit_ids)
+            not isinstance(unit_ids, list | tuple)
+            or not all(isinstance(i, str) and i for i in unit_ids)
         ):
             msg = f"unit_ids must be a list of non-empty strings, got {unit_ids!r}"
             raise InvalidInputError(msg)
@@ -485,11 +477,16 @@ class RaMem:
     def frame(
         self, query: str, *, at: datetime | None = None, namespace: str | None = None
     ) -> RecallFrame:
-        """Stage 2: the recall frame of ``query``, grounded against this memory."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("the query is empty")
-        ns = self._ns(namespace)
-        now = _moment(at, "at") if at is not None else None
+        """Stage 2: the recall frame of ``query``, grounded against this memory.
+
+        Raises:
+            InvalidInputError: an empty query, one over
+                :data:`~ramem_core.validation.MAX_QUERY_CHARS`, or a bad ``at``.
+            NamespaceNotFoundError: nothing was ever stored in the namespace.
+        """
+        query = check_query(query)
+        ns = self._known(namespace)
+        now = check_moment(at, "at") if at is not None else None
         if now is None and (last := self.retriever.last_session_end(ns)) is not None:
             now = last.end
         snap = self.retriever.snapshot(ns)
@@ -519,9 +516,23 @@ class RaMem:
             at: the query's own time (e.g. LongMemEval's question date); by default the end
                 of the last session. Never the wall clock.
             namespace: the tenant to search.
+
+        Raises:
+            InvalidInputError: an empty or over-long query, ``k`` not a positive integer, a bad
+                ``at`` (see :meth:`frame`).
+            NamespaceNotFoundError: nothing was ever stored in the namespace (an existing but
+                emptied namespace gives ``[]``).
         """
+        check_count(k, "k")
         ns = self._ns(namespace)
         return self.retriever.retrieve(ns, self.frame(query, at=at, namespace=ns), k)
+
+    def _known(self, namespace: str | None) -> str:
+        """The namespace to read, if it exists; reads never create one."""
+        ns = self._ns(namespace)
+        if not self.store.has_namespace(ns):
+            raise NamespaceNotFoundError(ns, self.store.namespaces())
+        return ns
 
     def situate(
         self,
@@ -534,11 +545,20 @@ class RaMem:
     ) -> ContextBlock:
         """Recall for ``query`` and render the evidence with coordinates, within a budget.
 
-        What framework adapters inject into a prompt; an empty memory gives an empty block.
+        What framework adapters inject into a prompt, with whole chat messages as queries: a
+        query over :data:`~ramem_core.validation.MAX_QUERY_CHARS` keeps its last characters
+        (where the question usually is), and an empty or unknown namespace gives an empty
+        block.
         """
+        check_count(k, "k")
+        if max_tokens is not None:
+            check_count(max_tokens, "max_tokens")
+        if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
+            query = query[-MAX_QUERY_CHARS:]
         ns = self._ns(namespace)
-        if self.retriever.snapshot(ns).units:
+        if self.store.has_namespace(ns) and self.retriever.snapshot(ns).units:
             return self.format(self.recall(query, k, at=at, namespace=ns), max_tokens=max_tokens)
+        check_query(query)
         return ContextBlock("", (), (), 0)
 
     def add_exchange(

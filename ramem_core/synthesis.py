@@ -8,6 +8,7 @@ can close its tag or pose as the prompt's own instructions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,10 +18,29 @@ from ramem_core.protocols import LLM, TokenCounter
 from ramem_core.temporal import describe
 from ramem_core.types import Evidence, MemoryUnit
 
+_OPEN = "<‹＜﹤〈〈⟨❬❮⟪《˂ᐸ⧼⦉"
+_CLOSE = ">›＞﹥〉〉⟩❭❯⟫》˃ᐳ⧽⦊"
+_QUOTES = '"＂“”„‟'
+_NEUTRAL = str.maketrans(
+    {**dict.fromkeys(_OPEN, "&lt;"), **dict.fromkeys(_CLOSE, "&gt;"), **dict.fromkeys(_QUOTES, "'")}
+)
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]"
+)
+"""Controls but tab and newline, zero-width, bidi and other invisible format characters."""
 
-def quote(text: str) -> str:
-    """Neutralise markup in memory text: ``<`` and ``>`` become look-alike quotes."""
-    return text.replace("<", "\u2039").replace(">", "\u203a").replace('"', "'")
+
+def quote(text: str, *, one_line: bool = False) -> str:
+    """Memory text made inert for a prompt.
+
+    Angle brackets and their look-alikes (``‹ ›``, fullwidth ``＜ ＞``, ``〈 〉`` ...) become
+    ``&lt;`` and ``&gt;``, so nothing in a memory can open or close a tag; double quotes become
+    single ones; control, zero-width and bidi characters are removed. ``one_line`` also folds
+    every line break and run of spaces into one space (for coordinates, which are attributes).
+    """
+    text = _HIDDEN.sub("", text.translate(_NEUTRAL))
+    return " ".join(text.split()) if one_line else text
 
 
 def resolved_content(unit: MemoryUnit) -> str:
@@ -58,7 +78,7 @@ def render(
     if not with_context:
         return f"- {quote(evidence.unit.content)}"
     attrs = " ".join(
-        f'{k}="{quote(v)}"'
+        f'{k}="{quote(v, one_line=True)}"'
         for k, v in coordinates(evidence.unit, session_context=session_context).items()
     )
     body = quote(resolved_content(evidence.unit))

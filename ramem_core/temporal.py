@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ramem_core.types import Granularity, TimeMention, TimeSpan
+from ramem_core.validation import to_utc
 
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -444,12 +445,15 @@ def find_mentions(text: str, ref: datetime) -> tuple[TimeMention, ...]:
 
 
 def parse_timestamp(value: str) -> datetime | None:
-    """Parse a session timestamp such as LoCoMo's ``"1:56 pm on 8 May, 2023"``.
+    """Parse an absolute timestamp such as LoCoMo's ``"1:56 pm on 8 May, 2023"``.
 
-    Returns ``None`` when the value cannot be parsed; callers decide whether that is an error.
+    A value with a time-zone offset is converted to UTC; the result is always naive. Relative
+    values ("yesterday", "2 days ago") are not timestamps: a file read on another day would
+    give another time. Returns ``None`` when the value cannot be parsed as an absolute time;
+    callers decide whether that is an error.
     """
     value = value.strip()
-    if not value:
+    if not value or len(value) > 100:
         return None
     for fmt in ("%I:%M %p on %d %B, %Y", "%Y/%m/%d (%a) %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"):
         try:
@@ -457,12 +461,23 @@ def parse_timestamp(value: str) -> datetime | None:
         except ValueError:
             continue
     try:
-        return datetime.fromisoformat(value).replace(tzinfo=None)
+        return to_utc(datetime.fromisoformat(value))
     except ValueError:
         pass
     import dateparser
 
-    return dateparser.parse(value, languages=["en"], settings={"STRICT_PARSING": True})
+    # parsed against two different "now"s: a relative value gives two different answers
+    parsed = [
+        dateparser.parse(
+            value,
+            languages=["en"],
+            settings={"STRICT_PARSING": True, "RELATIVE_BASE": base},
+        )
+        for base in (datetime(2001, 2, 3, 4, 5, 6), datetime(2011, 12, 13, 14, 15, 16))
+    ]
+    if parsed[0] is None or parsed[1] is None or to_utc(parsed[0]) != to_utc(parsed[1]):
+        return None
+    return to_utc(parsed[0])
 
 
 def describe(span: TimeSpan) -> str:

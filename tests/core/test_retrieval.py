@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 
 from ramem_core import ChromaStore, Conversation, RaMem, RecallFrame, RetrievalConfig, Session, Turn
-from ramem_core.errors import InvalidInputError
+from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.retrieval import CONTENT_ONLY, Conditions
 from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
 from ramem_core.testing import WordCounter
@@ -101,7 +101,14 @@ def test_k_is_honoured_and_validated(memory: RaMem) -> None:
             memory.recall("sardines", k=bad)  # type: ignore[arg-type]
 
 
-def test_recall_on_empty_namespace_returns_nothing(memory: RaMem) -> None:
+def test_recall_on_an_unknown_namespace_says_so_and_an_emptied_one_returns_nothing(
+    memory: RaMem,
+) -> None:
+    with pytest.raises(NamespaceNotFoundError, match="'default' does not exist"):
+        memory.recall("anything at all last August", k=5)
+    memory.add_turn("Ann", "I moved to Lisbon.", at=datetime(2023, 5, 1))
+    memory.delete(conversation_id="live")
+    assert memory.count() == 0
     assert memory.recall("anything at all last August", k=5) == []
 
 

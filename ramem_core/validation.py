@@ -1,0 +1,154 @@
+"""RaMem's public boundary: the named limits every input is checked against.
+
+Every entry point (the :class:`~ramem_core.memory.RaMem` facade, the file loaders, the CLI)
+checks its inputs here, before anything is written, and raises
+:class:`~ramem_core.errors.InvalidInputError` (or a subclass) naming the value and what is
+wrong with it. The loaders add the file, session and turn.
+
+Rules:
+
+- **Texts** (turn text, image caption, query) are strings of at most their limit, in a form
+  UTF-8 can store (no lone surrogate). Control characters other than tab, newline and carriage
+  return (NUL, U+0002 ...) are dropped. A turn needs at least one visible character: NULs,
+  zero-width and bidi marks alone are empty.
+- **Names** (speakers, participants) are one line: no control, zero-width or bidi character.
+- **Ids** (conversation, session, turn) have no control, zero-width or bidi character, so the
+  separator RaMem joins them with cannot occur inside one.
+- **Times** are naive datetimes on one clock: UTC. An aware datetime or a string with an offset
+  is converted to UTC, the same way in files, :meth:`RaMem.add_turn` and ``at=``; a time
+  without a zone is taken as it is. Times outside :data:`EARLIEST`-:data:`LATEST` are refused.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime, timezone
+
+from ramem_core.errors import InvalidInputError
+
+MAX_TEXT_CHARS = 50_000
+"""Longest turn text (LongMemEval's longest assistant turn is about 20,000 characters)."""
+MAX_CAPTION_CHARS = 2_000
+"""Longest image caption (LoCoMo's BLIP captions are under 200 characters)."""
+MAX_NAME_CHARS = 100
+"""Longest speaker or participant name."""
+MAX_ID_CHARS = 200
+"""Longest conversation, session or turn id."""
+MAX_QUERY_CHARS = 4_000
+"""Longest query :meth:`RaMem.recall` accepts (recall time grows with the query: this keeps
+one recall under a second); :meth:`RaMem.situate`, which the agent adapters call with whole
+chat messages, keeps the last ``MAX_QUERY_CHARS`` characters instead of refusing."""
+EARLIEST = datetime(1900, 1, 1)
+"""The earliest time a turn, a session or a query may carry."""
+LATEST = datetime(2200, 1, 1)
+"""The latest time a turn, a session or a query may carry (``datetime.max`` would break every
+later recall of the namespace: spans are widened and shifted by days)."""
+
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Controls (Unicode category Cc) but tab, newline and carriage return."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Lone surrogates (category Cs): UTF-8 cannot store them."""
+
+
+def _describe(char: str) -> str:
+    category = unicodedata.category(char)
+    kind = {"Cs": "a lone surrogate", "Cc": "the control character"}.get(
+        category, "the invisible format character"
+    )
+    return f"{kind} U+{ord(char):04X}"
+
+
+def _bad_char(text: str) -> tuple[int, str] | None:
+    """The first control, format or surrogate character of ``text``, with its position."""
+    for position, char in enumerate(text):
+        if unicodedata.category(char) in {"Cs", "Cc", "Cf"}:
+            return position, _describe(char)
+    return None
+
+
+def visible(text: str) -> bool:
+    """True when ``text`` has a character other than spaces, controls and format marks."""
+    return any(not char.isspace() and unicodedata.category(char)[0] != "C" for char in text)
+
+
+def check_text(value: object, what: str, *, limit: int, required: bool = True) -> str:
+    """``value`` as an acceptable text (see the module docstring), else an error.
+
+    Control characters other than tab, newline and carriage return carry nothing and are
+    dropped (real chat logs hold a few); what is returned is the text to store.
+    """
+    if not isinstance(value, str):
+        msg = f"{what} must be a string, got {type(value).__name__}"
+        raise InvalidInputError(msg)
+    if len(value) > limit:
+        msg = f"{what} has {len(value):,} characters (limit {limit:,})"
+        raise InvalidInputError(msg)
+    if (found := _SURROGATE.search(value)) is not None:
+        msg = f"{what} holds {_describe(found.group())} at position {found.start()}"
+        raise InvalidInputError(msg)
+    text = _CONTROL.sub("", value)
+    if required and not visible(text):
+        msg = f"{what} is empty (no visible character)"
+        raise InvalidInputError(msg)
+    return text
+
+
+def check_name(value: object, what: str, *, limit: int = MAX_NAME_CHARS) -> str:
+    """``value`` if it is a one-line, non-empty name of at most ``limit`` characters."""
+    if not isinstance(value, str):
+        msg = f"{what} must be a string, got {type(value).__name__}"
+        raise InvalidInputError(msg)
+    if not visible(value):
+        raise InvalidInputError(f"{what} is empty")
+    if len(value) > limit:
+        msg = f"{what} has {len(value):,} characters (limit {limit:,})"
+        raise InvalidInputError(msg)
+    if (bad := _bad_char(value)) is not None:
+        msg = f"{what} {value[:40]!r} holds {bad[1]} at position {bad[0]}"
+        raise InvalidInputError(msg)
+    return value
+
+
+def check_id(value: object, what: str) -> str:
+    """``value`` if it can be an id: a one-line, non-empty string of at most
+    :data:`MAX_ID_CHARS` characters."""
+    return check_name(value, what, limit=MAX_ID_CHARS)
+
+
+def check_moment(value: object, what: str) -> datetime:
+    """``value`` as a naive UTC datetime within :data:`EARLIEST`-:data:`LATEST`."""
+    if not isinstance(value, datetime):
+        msg = f"{what} must be a datetime, got {type(value).__name__} {value!r}"[:160]
+        raise InvalidInputError(msg)
+    try:
+        moment = to_utc(value)
+    except (OverflowError, ValueError) as exc:
+        msg = f"{what} {value!r} cannot be converted to UTC: {exc}"
+        raise InvalidInputError(msg) from exc
+    if not EARLIEST <= moment <= LATEST:
+        msg = f"{what} {moment:%Y-%m-%d} lies outside {EARLIEST:%Y}-{LATEST:%Y}"
+        raise InvalidInputError(msg)
+    return moment
+
+
+def to_utc(moment: datetime) -> datetime:
+    """The naive UTC form of ``moment``: aware times are converted, naive ones kept."""
+    if moment.tzinfo is not None and moment.utcoffset() is not None:
+        return moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment.replace(tzinfo=None)
+
+
+def check_count(value: object, what: str) -> int:
+    """``value`` if it is a whole number of at least 1 (``True`` and ``2.5`` are not)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        msg = f"{what} must be a positive integer, got {value!r}"[:160]
+        raise InvalidInputError(msg)
+    return value
+
+
+def check_query(value: object) -> str:
+    """``value`` if it can be a query: visible text of at most :data:`MAX_QUERY_CHARS`."""
+    if isinstance(value, str) and not visible(value):
+        raise InvalidInputError("the query is empty")
+    return check_text(value, "the query", limit=MAX_QUERY_CHARS)
