@@ -9,8 +9,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     msg = "langchain_ramem needs LangChain: pip install 'ramem[langchain]'"
     raise ImportError(msg) from exc
 
+from typing import TYPE_CHECKING
+
 from langchain_ramem.models import LangChainEmbedder, LangChainLLM
 from langchain_ramem.retrievers import RaMemRetriever, evidence_to_document
+
+if TYPE_CHECKING:  # imported lazily at run time (see __getattr__)
+    from langchain_ramem.memory import RaMemMemory
+    from langchain_ramem.middleware import MemoryContext, RaMemMiddleware, recall_tool
 
 __all__ = [
     "LangChainEmbedder",

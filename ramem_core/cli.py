@@ -10,8 +10,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from ramem_core.errors import InvalidInputError, RaMemError
 from ramem_core.temporal import describe, parse_timestamp
+from ramem_core.validation import check_moment, check_query
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -33,21 +36,23 @@ def _at(value: str | None) -> datetime | None:
     parsed = parse_timestamp(value)
     if parsed is None:
         msg = f"cannot parse --at {value!r}; use e.g. 2023-08-30 or '2023/05/30 (Tue) 23:40'"
-        raise SystemExit(msg)
-    return parsed
+        raise InvalidInputError(msg)
+    return check_moment(parsed, "--at")
 
 
 def print_frame(console: Console, frame: RecallFrame) -> None:
     """Show a recall frame: the need, each constraint and whether it is grounded."""
-    console.print(f"[bold]need[/bold]: {frame.need}")
+    console.print(f"[bold]need[/bold]: {escape(frame.need)}")
     if frame.now:
         console.print(f"[bold]now[/bold]: {frame.now.day} {frame.now:%B %Y, %H:%M}")
     for t in frame.times:
         mark = "[green]grounded[/green]" if t.grounded else "[yellow]not used[/yellow]"
         window = describe(t.window) if t.window else "-"
-        console.print(f"[bold]time[/bold]: {t.text!r} -> {window} ({mark}: {t.reason})")
+        console.print(
+            f"[bold]time[/bold]: {escape(repr(t.text))} -> {window} ({mark}: {escape(t.reason)})"
+        )
     if frame.participants:
-        console.print(f"[bold]participants[/bold]: {', '.join(frame.participants)}")
+        console.print(f"[bold]participants[/bold]: {escape(', '.join(frame.participants))}")
     if not frame.is_grounded:
         console.print("[dim]no grounded constraint: content retrieval only[/dim]")
 
@@ -72,11 +77,11 @@ def print_evidence(console: Console, evidence: Sequence[Evidence], title: str = 
         coords = coordinates(item.unit)
         table.add_row(
             str(item.rank),
-            f"{coords.get('said', '?')}\n[dim]{item.unit.context.session_id}[/dim]",
+            f"{coords.get('said', '?')}\n[dim]{escape(item.unit.context.session_id)}[/dim]",
             coords.get("event", ""),
-            coords.get("who", ""),
-            resolved_content(item.unit),
-            "\n".join(item.satisfied) or "[dim]content match[/dim]",
+            escape(coords.get("who", "")),
+            escape(resolved_content(item.unit)),
+            escape("\n".join(item.satisfied)) or "[dim]content match[/dim]",
         )
     console.print(table)
 
@@ -119,11 +124,13 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
 
         llm = _metered(args)
         inducer = LLMFrameInducer(llm)
+    at = _at(args.at)  # the arguments are checked before the store is opened
+    check_query(args.question)
     memory = _open(args, config=config, inducer=inducer)
     if not _known_namespace(memory, console):
         return 1
-    frame = memory.frame(args.question, at=_at(args.at))
-    console.rule(args.question)
+    frame = memory.frame(args.question, at=at)
+    console.rule(escape(args.question))
     print_frame(console, frame)
     evidence = memory.retriever.retrieve(memory.namespace, frame, args.k)
     print_evidence(console, evidence)
@@ -133,7 +140,8 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
     if llm is not None:
         from ramem_core.synthesis import answer
 
-        console.print(f"[bold]answer[/bold]: {answer(args.question, block, llm, frame.now).text}")
+        reply = answer(args.question, block, llm, frame.now).text
+        console.print(f"[bold]answer[/bold]: {escape(reply)}")
     return 0
 
 
@@ -150,10 +158,12 @@ def _known_namespace(memory: Any, console: Console) -> bool:
 
 
 def cmd_frame(args: argparse.Namespace, console: Console) -> int:
+    at = _at(args.at)
+    check_query(args.question)
     memory = _open(args)
     if not _known_namespace(memory, console):
         return 1
-    frame = memory.frame(args.question, at=_at(args.at))
+    frame = memory.frame(args.question, at=at)
     print_frame(console, frame)
     return 0
 
@@ -232,13 +242,9 @@ def _llm(spec: str | None) -> object | None:
     (``ramem[langchain]`` registers one; the core imports no framework)."""
     if spec is None:
         return None
-    from ramem_core.errors import ModelUnavailableError
     from ramem_core.llm import load_llm
 
-    try:
-        return load_llm(spec)
-    except ModelUnavailableError as exc:
-        raise SystemExit(str(exc)) from exc
+    return load_llm(spec)
 
 
 def cmd_eval(args: argparse.Namespace, console: Console) -> int:
@@ -279,24 +285,28 @@ def cmd_eval(args: argparse.Namespace, console: Console) -> int:
     )
     report = write_report(summary, args.out, command)
     console.print(report.read_text(encoding="utf-8").split("## Plots")[0], markup=False)
-    console.print(f"wrote {report} and summary.json, questions.jsonl in {args.out}")
+    console.print(f"wrote {report} and summary.json, questions.jsonl in {args.out}", markup=False)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ramem`` command."""
-    parser = argparse.ArgumentParser(prog="ramem", description=__doc__)
-    parser.add_argument(
-        "--path", help="memory directory (default: $RAMEM_HOME or ~/.local/share/ramem)"
+    parser = argparse.ArgumentParser(
+        prog="ramem", description=__doc__, parents=[_global_options(argparse.SUPPRESS)]
     )
-    parser.add_argument("--host", help="use a Chroma server (chroma run) at this host")
-    parser.add_argument("--port", type=int, default=8000, help="Chroma server port")
-    parser.add_argument("--namespace", default="default", help="tenant (default: default)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.set_defaults(path=None, host=None, port=8000, namespace="default")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # the global options are accepted after the command too: `ramem ask Q --namespace alice`
+    common = [_global_options(argparse.SUPPRESS)]
 
-    p = sub.add_parser("ingest", help="add conversations from a JSON file")
-    p.add_argument("file")
-    p.add_argument("--format", default="auto", choices=["auto", "ramem", "locomo", "longmemeval"])
+    p = sub.add_parser("ingest", help="add conversations from a JSON file", parents=common)
+    p.add_argument("file", help="a JSON file in RaMem's, LoCoMo's or LongMemEval's format")
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "ramem", "locomo", "longmemeval"],
+        help="the file's format (default: detected)",
+    )
     p.add_argument("--llm", help="anchor with a chat model (provider:model, via LangChain)")
     p.set_defaults(func=cmd_ingest)
 
@@ -305,12 +315,17 @@ def build_parser() -> argparse.ArgumentParser:
         ("frame", cmd_frame, "show the recall frame of a question"),
     )
     for name, func, text in commands:
-        p = sub.add_parser(name, help=text)
-        p.add_argument("question")
+        p = sub.add_parser(name, help=text, parents=common)
+        p.add_argument("question", help="the question, in quotes")
         p.add_argument("--at", help="the question's own time (default: end of the last session)")
         if name == "ask":
             p.add_argument("--k", type=_positive, default=5, help="memories to show (5)")
-            p.add_argument("--system", choices=["ramem", "content"], default="ramem")
+            p.add_argument(
+                "--system",
+                choices=["ramem", "content"],
+                default="ramem",
+                help="ramem (valid first) or content (dense + BM25 only); default ramem",
+            )
             p.add_argument("--prompt", action="store_true", help="also print the rendered context")
             p.add_argument(
                 "--max-tokens", type=_positive, default=2000, help="token budget of the context"
@@ -318,17 +333,21 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--llm", help="induce the frame and answer with a chat model")
         p.set_defaults(func=func)
 
-    p = sub.add_parser("namespaces", help="list namespaces")
+    p = sub.add_parser("namespaces", help="list namespaces", parents=common)
     p.set_defaults(func=cmd_namespaces)
 
-    p = sub.add_parser("delete", help="delete memories of a session or conversation")
+    p = sub.add_parser(
+        "delete", help="delete memories of a session or conversation", parents=common
+    )
     p.add_argument("--session", help="a session id (with --conversation when ids repeat)")
     p.add_argument("--conversation", help="a conversation id (all its sessions)")
     p.add_argument("--all", action="store_true", help="drop the whole namespace")
     p.set_defaults(func=cmd_delete)
 
-    p = sub.add_parser("eval", help="evaluate on LoCoMo or LongMemEval (report with plots)")
-    p.add_argument("benchmark", choices=["locomo", "longmemeval"])
+    p = sub.add_parser(
+        "eval", help="evaluate on LoCoMo or LongMemEval (report with plots)", parents=common
+    )
+    p.add_argument("benchmark", choices=["locomo", "longmemeval"], help="which benchmark")
     p.add_argument(
         "files",
         nargs="+",
@@ -356,10 +375,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("demo", help="ingest a shipped conversation and compare with content-only")
+    p = sub.add_parser(
+        "demo",
+        help="ingest a shipped conversation and compare with content-only (temporary store)",
+        parents=common,
+    )
     p.add_argument("--k", type=_positive, default=3, help="memories shown per question (3)")
     p.set_defaults(func=cmd_demo)
     return parser
+
+
+def _global_options(default: Any) -> argparse.ArgumentParser:
+    """The options every command takes, before or after the command's name."""
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group("memory location")
+    group.add_argument(
+        "--path",
+        default=default,
+        help="memory directory (default: $RAMEM_HOME or ~/.local/share/ramem)",
+    )
+    group.add_argument(
+        "--host", default=default, help="use a Chroma server (chroma run) at this host"
+    )
+    group.add_argument(
+        "--port", type=_port, default=default, help="Chroma server port (default 8000)"
+    )
+    group.add_argument("--namespace", default=default, help="tenant (default: default)")
+    return parser
+
+
+def _port(value: str) -> int:
+    """An argparse type: a TCP port."""
+    if not value.isdigit() or not 1 <= int(value) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 1-65535, got {value!r}")
+    return int(value)
 
 
 def _positive(value: str) -> int:
@@ -394,8 +443,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args, console))
     except (RaMemError, OSError) as exc:  # one clear line, never a traceback
-        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return 2
+    except KeyboardInterrupt:
+        console.print("[red]interrupted[/red]")
+        return 130
 
 
 if __name__ == "__main__":

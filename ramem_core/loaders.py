@@ -311,6 +311,9 @@ def load_conversations(path: str | Path, format: Format = "auto") -> list[Conver
         ConversationFormatError: the file is unreadable, not JSON, or malformed; the message
             names the file, session and turn.
     """
+    if format not in {"auto", "ramem", "locomo", "longmemeval"}:
+        msg = f"unknown format {format!r}: use auto, ramem, locomo or longmemeval"
+        raise ConversationFormatError(msg, source=str(path))
     source = str(path)
     data = read_json(path)
     kind = detect_format(data) if format == "auto" else format

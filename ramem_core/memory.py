@@ -22,6 +22,7 @@ from ramem_core.store.chroma import ChromaStore, check_namespace
 from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget
 from ramem_core.types import (
     Conversation,
+    EpisodicContext,
     Evidence,
     Granularity,
     MemoryUnit,
@@ -34,6 +35,7 @@ from ramem_core.validation import (
     MAX_CAPTION_CHARS,
     MAX_QUERY_CHARS,
     MAX_TEXT_CHARS,
+    MAX_UNIT_CHARS,
     check_count,
     check_id,
     check_moment,
@@ -228,7 +230,23 @@ class RaMem:
         namespace: str | None = None,
         progress: Progress | None = None,
     ) -> IngestReport:
-        """Embed and store memory units anchored elsewhere (e.g. by a custom anchorer)."""
+        """Embed and store memory units anchored elsewhere (e.g. by a custom anchorer).
+
+        Raises:
+            InvalidInputError: ``units`` is not a list of :class:`MemoryUnit` with one-line ids,
+                conversation and session ids, and non-empty contents; nothing is written.
+        """
+        if not isinstance(units, list | tuple):
+            msg = f"units must be a list of MemoryUnit, got {type(units).__name__}"
+            raise InvalidInputError(msg)
+        for position, unit in enumerate(units):
+            if not isinstance(unit, MemoryUnit) or not isinstance(unit.context, EpisodicContext):
+                msg = f"units[{position}] must be a MemoryUnit, got {type(unit).__name__}"
+                raise InvalidInputError(msg)
+            check_id(unit.id, f"units[{position}].id")
+            check_id(unit.context.conversation_id, f"units[{position}] conversation id")
+            check_id(unit.context.session_id, f"units[{position}] session id")
+            check_text(unit.content, f"units[{position}].content", limit=MAX_UNIT_CHARS)
         sessions = {(u.context.conversation_id, u.context.session_id) for u in units}
         report = self._write(self._ns(namespace), [], units, progress)
         turns = len({(u.context.conversation_id, s) for u in units for s in u.source_ids})
@@ -574,8 +592,14 @@ class RaMem:
     ) -> list[MemoryUnit]:
         """Record one user message and the reply as two live turns (empty sides are skipped)."""
         units = []
+        # everything is checked before the first write: an exchange is stored whole or not at all
         for speaker, text in ((user, user_text), (assistant, reply_text)):
-            if text and text.strip():
+            check_name(speaker, "speaker")
+            check_text(text, f"{speaker} text", limit=MAX_TEXT_CHARS, required=False)
+        check_moment(at, "at")
+        check_id(conversation_id, "conversation_id")
+        for speaker, text in ((user, user_text), (assistant, reply_text)):
+            if visible(text):
                 units.append(
                     self.add_turn(
                         speaker, text, at=at, conversation_id=conversation_id, namespace=namespace

@@ -31,6 +31,9 @@ MAX_TEXT_CHARS = 50_000
 """Longest turn text (LongMemEval's longest assistant turn is about 20,000 characters)."""
 MAX_CAPTION_CHARS = 2_000
 """Longest image caption (LoCoMo's BLIP captions are under 200 characters)."""
+MAX_UNIT_CHARS = 100_000
+"""Longest memory unit content :meth:`RaMem.add_units` accepts (a unit may restate several
+turns)."""
 MAX_NAME_CHARS = 100
 """Longest speaker or participant name."""
 MAX_ID_CHARS = 200

@@ -184,7 +184,8 @@ def _live_units() -> tuple[list[MemoryUnit], list[list[MemoryUnit]]]:
         "user: Yes, and my doctor said the hobby helps my blood pressure.",
     ]
     start = datetime(2023, 9, 1, 10, 0)
-    steps, live = [], []
+    steps: list[list[MemoryUnit]] = []
+    live: list[MemoryUnit] = []
     for i, text in enumerate(texts):
         span = TimeSpan(start, start.replace(minute=i), Granularity.INSTANT)
         live = [replace(u, context=replace(u.context, session_span=span)) for u in live] + [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,7 +122,7 @@ def test_add_turn_continues_after_restart(tmp_path: Path) -> None:
         ({"speaker": "user", "text": "x" * 60_000}, "limit"),
     ],
 )
-def test_add_turn_rejects_bad_input(memory: RaMem, kwargs: dict[str, str], message: str) -> None:
+def test_add_turn_rejects_bad_input(memory: RaMem, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         memory.add_turn(at=datetime(2023, 1, 1), **kwargs)
     assert memory.count() == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from itertools import count
 
@@ -25,7 +26,7 @@ from ramem_core.testing import WordCounter
 from tests.conftest import two_trips
 
 
-def ticking_clock(start: datetime = datetime(2023, 9, 1, 10, 0)):
+def ticking_clock(start: datetime = datetime(2023, 9, 1, 10, 0)) -> Callable[[], datetime]:
     ticks = count()
     return lambda: start + timedelta(minutes=next(ticks))
 
@@ -70,7 +71,7 @@ def test_chain_memory_clear_drops_only_its_namespace(memory: RaMem) -> None:
 def test_middleware_injects_memories_and_records_the_exchange(memory: RaMem) -> None:
     memory.add_conversation(two_trips(), namespace="ben")
     model = ScriptedChatModel(replies=["You ate grilled sardines and ramen."])
-    agent = create_agent(
+    agent = create_agent(  # type: ignore[misc]  # ContextT not inferred
         model,
         system_prompt="You are Ben's assistant.",
         middleware=[RaMemMiddleware(memory, k=2, clock=ticking_clock(), with_tool=False)],
@@ -95,7 +96,7 @@ def test_middleware_injects_memories_and_records_the_exchange(memory: RaMem) -> 
 
 def test_middleware_reads_namespace_from_config_and_keeps_users_apart(memory: RaMem) -> None:
     model = ScriptedChatModel(default="ok")
-    agent = create_agent(
+    agent = create_agent(  # type: ignore[misc]  # ContextT not inferred
         model, middleware=[RaMemMiddleware(memory, with_tool=False, clock=ticking_clock())]
     )
     agent.invoke(
@@ -136,7 +137,7 @@ def test_agent_can_call_the_recall_tool(memory: RaMem) -> None:
     )
     model = ScriptedChatModel(replies=[call, "Your blood pressure was too high."])
     middleware = RaMemMiddleware(memory, k=1, record=False)
-    agent = create_agent(model, middleware=[middleware], context_schema=MemoryContext)
+    agent = create_agent(model, middleware=[middleware], context_schema=MemoryContext)  # type: ignore[misc]
     result = agent.invoke(
         {"messages": [("user", "What did my doctor say?")]}, context=MemoryContext("ben")
     )
@@ -149,7 +150,7 @@ def test_agent_can_call_the_recall_tool(memory: RaMem) -> None:
 async def test_middleware_works_async(memory: RaMem) -> None:
     memory.add_conversation(two_trips(), namespace="ben")
     model = ScriptedChatModel(default="ok")
-    agent = create_agent(
+    agent = create_agent(  # type: ignore[misc]  # ContextT not inferred
         model,
         middleware=[RaMemMiddleware(memory, with_tool=False, clock=ticking_clock())],
         context_schema=MemoryContext,

@@ -12,7 +12,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.memory import Memory
 from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.schema import QueryBundle
+from llama_index.core.schema import MetadataMode, QueryBundle
 
 from llamaindex_ramem import LlamaIndexEmbedder, LlamaIndexLLM, RaMemMemoryBlock, RaMemRetriever
 from ramem_core import ChromaStore, RaMem
@@ -33,7 +33,7 @@ def test_retriever_returns_scored_nodes_with_coordinates(memory: RaMem) -> None:
     assert top.score is not None
     assert top.score >= nodes[1].score  # type: ignore[operator]
     # the coordinates are in the text already: metadata is not repeated to the LLM
-    assert top.node.get_content(metadata_mode="llm") == top.node.get_content()
+    assert top.node.get_content(metadata_mode=MetadataMode.LLM) == top.node.get_content()
 
 
 @pytest.mark.parametrize("use_async", [False, True])
@@ -49,6 +49,7 @@ def test_query_engine_with_mock_llm_and_postprocessor(memory: RaMem) -> None:
     memory.add_conversation(two_trips())
     retriever = RaMemRetriever(memory, k=4)
     top_score = retriever.retrieve(QUESTION)[1].score
+    assert top_score is not None
     engine = RetrieverQueryEngine.from_args(
         retriever,
         llm=MockLLM(),
