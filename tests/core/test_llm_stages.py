@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -176,12 +178,17 @@ def test_failing_model_calls_fall_back_too() -> None:
 
 def test_windows_respect_sessions_and_run_concurrently() -> None:
     seen: list[list[str]] = []
+    # every call waits until all three windows are in flight: run one at a time, it times out
+    together = threading.Barrier(3, timeout=10)
 
     def reply(prompt: str) -> str:
         seen.append(window_ids(prompt))
+        together.wait()
         return good_reply(prompt)
 
-    units = LLMAnchorer(FakeLLM(reply), window=2, workers=3).anchor(two_trips())
+    anchorer = LLMAnchorer(FakeLLM(reply), window=2, workers=3)
+    units = anchorer.anchor(two_trips())
+    assert anchorer.report.fallback_windows == 0
     assert sorted(seen) == [["S1:1", "S1:2"], ["S2:1", "S2:2"], ["S3:1", "S3:2"]]
     assert [u.source_ids[0] for u in units] == ["S1:1", "S1:2", "S2:1", "S2:2", "S3:1", "S3:2"]
 
@@ -209,6 +216,33 @@ def test_metered_llm_counts_tokens() -> None:
         "completion_tokens": 2,
         "failures": 0,
     }
+
+
+class SlowWordCounter(WordCounter):
+    """Counts words slowly, so that threads interleave inside the usage update."""
+
+    def count(self, text: str) -> int:
+        time.sleep(0.001)
+        return super().count(text)
+
+
+def test_metered_llm_counts_every_call_from_many_threads(tmp_path: Path) -> None:
+    metered = MeteredLLM(
+        FakeLLM("two words"), counter=SlowWordCounter(), cache_path=tmp_path / "llm.sqlite"
+    )
+
+    def work(worker: int) -> None:
+        for i in range(15):
+            metered.complete(f"prompt {worker} {i}")
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert metered.usage.calls == 120
+    assert metered.usage.prompt_tokens == 3 * 120
+    assert metered.usage.completion_tokens == 2 * 120
 
 
 def test_parse_json_object_tolerates_chatter() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -101,6 +102,48 @@ def test_add_turn_explicit_session_and_timezones(memory: RaMem) -> None:
     assert a.context.session_id != b.context.session_id
     assert a.context.session_span is not None
     assert a.context.session_span.start == datetime(2023, 6, 1, 9, 0)  # stored as UTC
+
+
+def test_one_instant_is_stored_the_same_from_a_file_and_from_add_turn(
+    memory: RaMem, tmp_path: Path
+) -> None:
+    path = tmp_path / "tz.json"
+    doc = {
+        "id": "tz",
+        "sessions": [
+            {
+                "id": "s1",
+                "time": "2023-05-01T18:30:00+05:00",
+                "turns": [{"id": "t1", "speaker": "Ann", "text": "I booked the flight."}],
+            }
+        ],
+    }
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    memory.add_file(path)
+    live = memory.add_turn(
+        "Ann",
+        "I paid for it.",
+        at=datetime(2023, 5, 1, 18, 30, tzinfo=timezone(timedelta(hours=5))),
+    )
+    [stored] = [u for u in memory.store.get("default") if u.context.conversation_id == "tz"]
+    assert stored.context.session_span is not None
+    assert live.context.session_span is not None
+    assert stored.context.session_span.start == datetime(2023, 5, 1, 13, 30)  # UTC
+    assert live.context.session_span.start == stored.context.session_span.start
+
+
+def test_live_sessions_of_two_namespaces_never_mix(memory: RaMem) -> None:
+    start = datetime(2023, 9, 1, 10, 0)
+    memory.add_turn("user", "I am in Oslo.", at=start, namespace="alice")
+    memory.add_turn("user", "I am in Rome.", at=start + timedelta(minutes=5), namespace="bob")
+    bob = memory.add_turn("user", "Still Rome.", at=start + timedelta(minutes=6), namespace="bob")
+    assert bob.context.turn_index == 1  # bob's second turn, not alice's third
+    assert bob.context.session_span is not None
+    assert bob.context.session_span.start == start + timedelta(minutes=5)
+    assert {u.content for u in memory.store.get("bob")} == {
+        "user: I am in Rome.",
+        "user: Still Rome.",
+    }
 
 
 def test_add_turn_continues_after_restart(tmp_path: Path) -> None:

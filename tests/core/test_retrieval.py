@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from ramem_core import ChromaStore, Conversation, RaMem, RecallFrame, RetrievalConfig, Session, Turn
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.retrieval import CONTENT_ONLY, Conditions
 from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
-from ramem_core.testing import WordCounter
+from ramem_core.testing import HashEmbedder, WordCounter
 from tests.conftest import two_trips
 
 WRONG_EPISODE_QUERY = "Where did Ben eat grilled sardines by the river in August?"
@@ -383,3 +387,25 @@ def test_the_matching_session_lifts_every_one_of_its_turns(memory: RaMem) -> Non
         4 / 61, abs=1e-5
     )
     assert min(b for bonuses in by_session.values() for b in bonuses) < 4 / 61
+
+
+class SynonymEmbedder(HashEmbedder):
+    """The hash embedder, but "vacation" means "holiday trip" (a dense-only match)."""
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return super().embed([t.replace("vacation", "holiday trip") for t in texts])
+
+
+def test_an_anchor_event_is_located_only_when_dense_and_lexical_agree(tmp_path: Path) -> None:
+    store = ChromaStore.persistent(tmp_path / "db", SynonymEmbedder())
+    memory = RaMem(store, counter=WordCounter())
+    memory.add_conversation(two_trips())
+    found = memory.retriever.locate("default", "grilled sardines")
+    assert found is not None
+    assert found.source_ids == ("S2:1",)
+    # dense similarity alone (no word in common) is not enough
+    assert memory.retriever.snapshot("default").index.lexical_scores("vacation").max() == 0
+    assert memory.retriever.locate("default", "vacation") is None
+    # nor is one shared word in a long phrase: the best match is not similar enough
+    phrase = "the enormous purple elephant parade downtown holiday"
+    assert memory.retriever.locate("default", phrase) is None
