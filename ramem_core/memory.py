@@ -315,7 +315,10 @@ class RaMem:
 
         A session opens implicitly after a pause longer than ``session_gap``, or explicitly
         with ``new_session=True`` or :meth:`end_session`. The session's span grows with each
-        turn, and the memories already stored for it are updated to the new span.
+        turn without rewriting what is stored: each turn is stored with the span from the
+        session's start to its own time, in one write (all or nothing), and readers derive
+        the session's span from its turns (:func:`~ramem_core.store.snapshot.session_spans`),
+        so a crash between turns never leaves turns that disagree on their session.
 
         Every call stores a new memory with an id of its own, so several writers recording
         the same conversation never overwrite each other. A message ending in "?" is stored
@@ -343,15 +346,20 @@ class RaMem:
             text, f"turn text from {speaker!r}", limit=MAX_TEXT_CHARS, required=not image_caption
         )
         with self._lock:
-            live = self._live_session(ns, conversation_id)
-            if live is None or new_session or live.closed or moment - live.last > self.session_gap:
-                index = 0 if live is None else live.session_index + 1
+            held = self._live_session(ns, conversation_id)
+            if held is None or new_session or held.closed or moment - held.last > self.session_gap:
+                index = 0 if held is None else held.session_index + 1
                 sid = f"{conversation_id}-s{index + 1}"
-                live = _LiveSession(sid, index, moment, moment, 0, [])
-            live.turns += 1
-            live.last = max(live.last, moment)
-            if speaker not in live.speakers:
-                live.speakers.append(speaker)
+                held = _LiveSession(sid, index, moment, moment, 0, [])
+            # the session's next state, kept only once the write succeeded
+            live = _LiveSession(
+                held.session_id,
+                held.session_index,
+                min(held.start, moment),
+                max(held.last, moment),
+                held.turns + 1,
+                list(dict.fromkeys([*held.speakers, speaker])),
+            )
             # unique per live message: two writers on one conversation never share an id
             turn_id = f"{live.session_id}:{live.turns}-{uuid.uuid4().hex[:12]}"
             turn = Turn(turn_id, speaker, text, moment, image_caption)
@@ -360,7 +368,8 @@ class RaMem:
                 (Session(live.session_id, (turn,), moment),),
                 tuple(live.speakers),
             )
-            span = TimeSpan(live.start, live.last, Granularity.INSTANT)
+            # stored once: this turn's own span; the session's is derived when read
+            span = TimeSpan(live.start, moment, Granularity.INSTANT)
             [unit] = self.anchorer.anchor(conversation)
             asked = text.rstrip().endswith("?")
             unit = replace(
@@ -376,16 +385,10 @@ class RaMem:
                     mentions=() if asked else unit.context.mentions,
                 ),
             )
-            earlier = [
-                replace(u, context=replace(u.context, session_span=span))
-                for u in self.store.get(ns, where={"session_id": live.session_id})
-                if u.context.conversation_id == conversation_id and u.id != unit.id
-            ]
             vector = self.embedder.embed([unit.content])
-            self.store.upsert(ns, [unit], vector)
-            self.store.update_metadata(ns, earlier)
+            self.store.upsert(ns, [unit], vector)  # one write: all or nothing
             self._live[(ns, conversation_id)] = live
-            self.retriever.absorb(ns, [*earlier, unit], {unit.id: vector[0]})
+            self.retriever.absorb(ns, [unit], {unit.id: vector[0]})
             return unit
 
     def _live_session(self, namespace: str, conversation_id: str) -> _LiveSession | None:

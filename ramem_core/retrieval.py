@@ -117,7 +117,11 @@ class Conditions:
         return bool(self.windows or self.participants)
 
     def where(self) -> dict[str, Any] | None:
-        """The conditions as a Chroma ``where`` filter."""
+        """The conditions as a Chroma ``where`` filter.
+
+        It selects what :meth:`mask` selects, but for a live session's turns: the store holds
+        each turn's span up to its own time (spans are never rewritten), while the mask, which
+        recall uses, sees the session's whole span."""
         clauses: list[dict[str, Any]] = []
         if self.windows:
             options: list[dict[str, Any]] = []

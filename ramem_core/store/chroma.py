@@ -397,15 +397,6 @@ class ChromaStore:
         self._bump(namespace)
         return len(set(ids) - existing)
 
-    def update_metadata(self, namespace: str, units: Sequence[MemoryUnit]) -> None:
-        """Rewrite the episodic metadata of stored ``units`` (content and vectors unchanged)."""
-        if units:
-            self.collection(namespace).update(
-                ids=[u.id for u in units],
-                metadatas=[to_metadata(u) for u in units],  # type: ignore[misc]
-            )
-            self._bump(namespace)
-
     def delete(
         self, namespace: str, *, ids: Sequence[str] | None = None, where: Where | None = None
     ) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -55,6 +55,38 @@ def _spans_updated(
     return SpanArrays(known, start, end)
 
 
+SessionKey = tuple[str, str]
+
+
+def _session_of(unit: MemoryUnit) -> SessionKey:
+    return unit.context.conversation_id, unit.context.session_id
+
+
+def _union(spans: Sequence[TimeSpan]) -> TimeSpan:
+    return TimeSpan(min(s.start for s in spans), max(s.end for s in spans), spans[0].granularity)
+
+
+def session_spans(units: Sequence[MemoryUnit]) -> dict[SessionKey, TimeSpan]:
+    """The span of each session: the union of the spans its units were stored with.
+
+    A session's span is stored once per write, never rewritten: a live turn stores
+    ``[session start, its own time]``, and the session's span is derived here, so a session
+    whose turns arrived one by one reads as one span, whatever writer or crash came between.
+    """
+    grouped: dict[SessionKey, list[TimeSpan]] = {}
+    for unit in units:
+        if unit.context.session_span is not None:
+            grouped.setdefault(_session_of(unit), []).append(unit.context.session_span)
+    return {key: _union(spans) for key, spans in grouped.items()}
+
+
+def _respanned(unit: MemoryUnit, spans: Mapping[SessionKey, TimeSpan]) -> MemoryUnit:
+    span = spans.get(_session_of(unit))
+    if span is None or span == unit.context.session_span:
+        return unit
+    return replace(unit, context=replace(unit.context, session_span=span))
+
+
 def _spans(units: Sequence[MemoryUnit], session: bool) -> SpanArrays:
     spans = [u.context.session_span if session else u.context.event_time for u in units]
     return SpanArrays(
@@ -66,6 +98,8 @@ def _spans(units: Sequence[MemoryUnit], session: bool) -> SpanArrays:
 
 class Snapshot:
     """Units, vectors, episodic arrays and the episodic index of one namespace.
+
+    Each unit's ``session_span`` is its whole session's (see :func:`session_spans`).
 
     Args:
         units: the namespace's memories (their order is the snapshot's order).
@@ -79,9 +113,13 @@ class Snapshot:
         vectors: npt.NDArray[np.float32] | None = None,
         keys: EpisodicKeys | None = None,
     ) -> None:
-        self.units = list(units)
+        self._session_span = session_spans(units)
+        self.units = [_respanned(u, self._session_span) for u in units]
         self.vectors = vectors
         self.position = {u.id: i for i, u in enumerate(self.units)}
+        self._session_rows: dict[SessionKey, list[int]] = {}
+        for row, unit in enumerate(self.units):
+            self._session_rows.setdefault(_session_of(unit), []).append(row)
         self.session = _spans(self.units, session=True)
         self.event = _spans(self.units, session=False)
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
@@ -118,9 +156,27 @@ class Snapshot:
         """
         if self.vectors is None:
             return None
+        # a session's span grows with its new turns: re-span every unit of a touched session
+        spans = dict(self._session_span)
+        for key, span in session_spans(changed).items():
+            spans[key] = _union([span, spans[key]]) if key in spans else span
+        touched_sessions = {_session_of(u) for u in changed}
+        changed_ids = {u.id for u in changed}
+        for unit in changed:
+            row = self.position.get(unit.id)
+            own = unit.context.session_span
+            if row is not None and own is not None and own != spans[_session_of(unit)]:
+                return None  # a known unit's session span edited: rebuild
+        units = [_respanned(u, spans) for u in changed] + [
+            _respanned(self.units[row], spans)
+            for key in touched_sessions
+            for row in self._session_rows.get(key, ())
+            if self.units[row].id not in changed_ids
+            and spans.get(key) != self.units[row].context.session_span
+        ]
         replaced: list[tuple[int, MemoryUnit]] = []
         appended: list[MemoryUnit] = []
-        for unit in changed:
+        for unit in units:
             row = self.position.get(unit.id)
             if row is None:
                 if unit.id not in vectors:
@@ -148,6 +204,11 @@ class Snapshot:
         new.vectors = np.concatenate([self.vectors, rows.reshape(-1, dimension)])
         new.position = dict(self.position)
         new.position.update((u.id, n_old + i) for i, u in enumerate(appended))
+        new._session_span = spans
+        new._session_rows = dict(self._session_rows)
+        for i, unit in enumerate(appended, start=n_old):
+            key = _session_of(unit)
+            new._session_rows[key] = [*new._session_rows.get(key, ()), i]
         touched = [row for row, _ in replaced] + list(range(n_old, len(new.units)))
         new.session = _spans_updated(self.session, new.units, touched, session=True)
         new.event = _spans_updated(self.event, new.units, touched, session=False)

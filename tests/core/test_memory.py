@@ -14,11 +14,13 @@ from ramem_core import (
     ChromaStore,
     Conversation,
     ConversationFormatError,
+    Granularity,
     InvalidInputError,
     NamespaceNotFoundError,
     RaMem,
     Session,
     StoreError,
+    TimeSpan,
     Turn,
 )
 from ramem_core.testing import FakeLLM, HashEmbedder, WordCounter
@@ -87,10 +89,16 @@ def test_add_turn_opens_sessions_by_time_gap(memory: RaMem) -> None:
     assert a.context.session_id == b.context.session_id != c.context.session_id
     assert a.context.event_time is not None
     assert a.context.event_time.start.date().isoformat() == "2023-05-31"
-    # the first unit of the session now spans both turns
+    # what is stored is never rewritten: the first turn keeps the span it was written with
     [stored_a] = memory.store.get(memory.namespace, ids=[a.id])
-    assert stored_a.context.session_span is not None
-    assert stored_a.context.session_span.end == t0 + timedelta(minutes=2)
+    assert stored_a.context.session_span == TimeSpan(t0, t0, Granularity.INSTANT)
+    # and readers see the session's whole span on every one of its turns
+    spans = {e.unit.id: e.unit.context.session_span for e in memory.recall("Miso", k=3)}
+    assert (
+        spans[a.id] == spans[b.id] == TimeSpan(t0, t0 + timedelta(minutes=2), Granularity.INSTANT)
+    )
+    fresh = RaMem(memory.store)  # another worker, from the store alone
+    assert {e.unit.id: e.unit.context.session_span for e in fresh.recall("Miso", k=3)} == spans
     assert [u.context.turn_index for u in (a, b, c)] == [0, 1, 0]
 
 
@@ -574,3 +582,27 @@ def test_live_turns_update_the_snapshot_without_rebuilding_it(
         "Ben: We booked a pottery class.",
         "Alice: Pottery note 3.",
     }
+
+
+def test_a_failed_live_write_leaves_the_session_as_it_was(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t0 = datetime(2023, 6, 1, 9, 0)
+    memory.add_turn("user", "I planted tomatoes.", at=t0)
+
+    def crash(*args: object, **kwargs: object) -> int:
+        raise StoreError("disk full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(memory.store, "upsert", crash)
+        with pytest.raises(StoreError):
+            memory.add_turn("user", "This one is lost.", at=t0 + timedelta(minutes=1))
+    after = memory.add_turn("user", "I watered them.", at=t0 + timedelta(minutes=2))
+    assert after.context.turn_index == 1  # the failed turn took no place in the session
+    stored = memory.store.get(memory.namespace)
+    assert sorted(u.content for u in stored) == [
+        "user: I planted tomatoes.",
+        "user: I watered them.",
+    ]
+    spans = {e.unit.context.session_span for e in memory.recall("tomatoes", k=2)}
+    assert spans == {TimeSpan(t0, t0 + timedelta(minutes=2), Granularity.INSTANT)}
