@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ramem_core.anchoring import RuleAnchorer
+from ramem_core.anchoring import RuleAnchorer, unit_id
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.frames import RuleFrameInducer
 from ramem_core.loaders import Format, conversation_from_dict, load_conversations
@@ -345,8 +345,19 @@ class RaMem:
         text = check_text(
             text, f"turn text from {speaker!r}", limit=MAX_TEXT_CHARS, required=not image_caption
         )
+        key = uuid.uuid4().hex[:12]  # unique per live message: writers never share an id
+        asked = text.rstrip().endswith("?")
         with self._lock:
             held = self._live_session(ns, conversation_id)
+        # anchoring and embedding take most of the time (an LLM anchorer far more): they run
+        # outside the lock, on a draft whose session is assigned below
+        speakers = tuple(dict.fromkeys([*(held.speakers if held else ()), speaker]))
+        draft_turn = Turn(f"draft:{key}", speaker, text, moment, image_caption)
+        draft_session = Session("draft", (draft_turn,), moment)
+        [draft] = self.anchorer.anchor(Conversation(conversation_id, (draft_session,), speakers))
+        vector = self.embedder.embed([draft.content])
+        with self._lock:
+            held = self._live_session(ns, conversation_id)  # other threads may have moved on
             if held is None or new_session or held.closed or moment - held.last > self.session_gap:
                 index = 0 if held is None else held.session_index + 1
                 sid = f"{conversation_id}-s{index + 1}"
@@ -360,33 +371,25 @@ class RaMem:
                 held.turns + 1,
                 list(dict.fromkeys([*held.speakers, speaker])),
             )
-            # unique per live message: two writers on one conversation never share an id
-            turn_id = f"{live.session_id}:{live.turns}-{uuid.uuid4().hex[:12]}"
-            turn = Turn(turn_id, speaker, text, moment, image_caption)
-            conversation = Conversation(
-                conversation_id,
-                (Session(live.session_id, (turn,), moment),),
-                tuple(live.speakers),
-            )
-            # stored once: this turn's own span; the session's is derived when read
-            span = TimeSpan(live.start, moment, Granularity.INSTANT)
-            [unit] = self.anchorer.anchor(conversation)
-            asked = text.rstrip().endswith("?")
+            turn_id = f"{live.session_id}:{live.turns}-{key}"
             unit = replace(
-                unit,
+                draft,
+                id=unit_id(conversation_id, live.session_id, (turn_id,)),
+                source_ids=(turn_id,),
                 context=replace(
-                    unit.context,
-                    session_span=span,
+                    draft.context,
+                    session_id=live.session_id,
+                    # stored once: this turn's own span; the session's is derived when read
+                    session_span=TimeSpan(live.start, moment, Granularity.INSTANT),
                     session_index=live.session_index,
                     turn_index=live.turns - 1,
                     # a question is not an event: "what did the dentist say in August?" asked
                     # today happened today, and its "August" is a guess, not a time it names
-                    event_time=None if asked else unit.context.event_time,
-                    mentions=() if asked else unit.context.mentions,
+                    event_time=None if asked else draft.context.event_time,
+                    mentions=() if asked else draft.context.mentions,
                 ),
             )
-            vector = self.embedder.embed([unit.content])
-            self.store.upsert(ns, [unit], vector)  # one write: all or nothing
+            self.store.upsert(ns, [unit], vector, new_ids=True)  # one write: all or nothing
             self._live[(ns, conversation_id)] = live
             self.retriever.absorb(ns, [unit], {unit.id: vector[0]})
             return unit

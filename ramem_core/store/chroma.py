@@ -360,12 +360,21 @@ class ChromaStore:
     # ------------------------------------------------------------------ writes
 
     def upsert(
-        self, namespace: str, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]
+        self,
+        namespace: str,
+        units: Sequence[MemoryUnit],
+        vectors: npt.NDArray[np.float32],
+        *,
+        new_ids: bool = False,
     ) -> int:
         """Insert or replace ``units`` (with their ``vectors``); all or nothing per call.
 
         If a batch fails, the units this call added are deleted again, so a failed ingest leaves
         the namespace as it was except for replaced units that had identical ids.
+
+        Args:
+            new_ids: the caller guarantees the ids are new (live turns: random ids), which
+                saves looking them up.
 
         Returns:
             How many of ``units`` were not stored before.
@@ -377,7 +386,7 @@ class ChromaStore:
             return 0
         collection = self.collection(namespace)
         ids = [u.id for u in units]
-        existing = set(self.existing_ids(namespace, ids))
+        existing = set() if new_ids else set(self.existing_ids(namespace, ids))
         written: list[str] = []
         try:
             for begin in range(0, len(units), _BATCH):
