@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import re
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -139,13 +140,17 @@ def _add(into: dict[str, float], counts: dict[str, float], weight: float) -> Non
 class LexicalIndex:
     """Okapi BM25 over weighted term frequencies, with appends and removals.
 
-    Documents get consecutive ids; removing one leaves a tombstone (its id is never reused),
-    and statistics (document frequencies, average length) always count live documents only.
-    Scores are computed at query time from postings, so an append costs the document's terms.
+    Documents get consecutive ids; removing one leaves a tombstone (its id is never reused, its
+    postings stay and score nothing), and statistics (document frequencies, average length)
+    always count live documents only. Scores are computed at query time from postings, so an
+    append costs the document's terms and a removal its terms' counts.
 
     An index is changed only while it is built. :meth:`evolve` returns a *new* index with some
-    documents removed and others added, sharing every untouched posting list with this one,
-    which stays as it was: readers holding the old index are never disturbed.
+    documents removed and others added; this one stays as it was, so readers holding it are
+    never disturbed. Posting lists are append-only and shared: the new index appends its
+    documents to them, and an older index reads only the entries of its own documents (doc ids
+    below its size; ids only grow). Only the newest index of a line may evolve in place; an
+    older one evolves into a copy.
 
     Args:
         k1: term-frequency saturation.
@@ -163,7 +168,8 @@ class LexicalIndex:
         self._live = 0
         self._total_length = 0.0
         self._length_array: npt.NDArray[np.float32] | None = None
-        self._shared: set[str] | None = None  # after evolve: terms whose lists are shared
+        self._dead: list[int] = []
+        self._tip = True  # no newer index appended to the shared posting lists yet
 
     def evolve(
         self, removed: Iterable[int], added: Sequence[dict[str, float]]
@@ -173,31 +179,32 @@ class LexicalIndex:
         new = LexicalIndex(self.k1, self.b)
         new._docs = list(self._docs)
         new._lengths = list(self._lengths)
-        new._postings = dict(self._postings)
+        if self._tip:
+            new._postings = self._postings  # shared, append-only
+        else:  # a newer index appends to the shared lists already: take a private copy
+            n = len(self._docs)
+            new._postings = {}
+            for term, (docs, tfs) in self._postings.items():
+                k = bisect_left(docs, n)
+                new._postings[term] = (docs[:k], tfs[:k])
+        self._tip = False
         new._df = defaultdict(int, self._df)
         new._arrays = dict(self._arrays)
         new._live = self._live
         new._total_length = self._total_length
-        new._shared = set(self._postings)
+        new._dead = list(self._dead)
         for doc in removed:
             new.remove(doc)
         return new, [new.add(counts) for counts in added]
-
-    def _writable(self, term: str) -> tuple[list[int], list[float]]:
-        """The posting lists of ``term``, copied first if another index shares them."""
-        entry = self._postings.get(term)
-        if entry is None:
-            entry = self._postings[term] = ([], [])
-        elif self._shared is not None and term in self._shared:
-            entry = self._postings[term] = (list(entry[0]), list(entry[1]))
-            self._shared.discard(term)
-        self._arrays.pop(term, None)
-        return entry
 
     @property
     def live(self) -> int:
         """Number of live documents."""
         return self._live
+
+    def document(self, doc: int) -> dict[str, float] | None:
+        """The term counts of document ``doc`` (``None`` once removed)."""
+        return self._docs[doc]
 
     def add(self, counts: dict[str, float]) -> int:
         """Append a document given as term -> weighted frequency; returns its id."""
@@ -209,19 +216,18 @@ class LexicalIndex:
         self._total_length += length
         self._live += 1
         for term, tf in counts.items():
-            docs, tfs = self._writable(term)
-            docs.append(doc)
-            tfs.append(tf)
+            entry = self._postings.get(term)
+            if entry is None:
+                entry = self._postings[term] = ([], [])
+            entry[0].append(doc)
+            entry[1].append(tf)
             self._df[term] += 1
+            self._arrays.pop(term, None)
         self._length_array = None
         return doc
 
     def extend(self, documents: Sequence[dict[str, float]]) -> None:
         """Append many documents at once (a bulk build: one pass, no per-term bookkeeping)."""
-        if self._shared is not None:  # an evolved index shares lists: go the careful way
-            for counts in documents:
-                self.add(counts)
-            return
         postings, df = self._postings, self._df
         doc = len(self._docs)
         for counts in documents:
@@ -251,11 +257,8 @@ class LexicalIndex:
         self._live -= 1
         self._total_length -= self._lengths[doc]
         for term in counts:
-            docs, tfs = self._writable(term)
-            at = docs.index(doc)
-            del docs[at], tfs[at]
             self._df[term] -= 1
-        self._length_array = None
+        self._dead.append(doc)
 
     def freeze(self) -> None:
         """Build every term's posting arrays now (after a bulk build), not on first query."""
@@ -266,7 +269,8 @@ class LexicalIndex:
         cached = self._arrays.get(term)
         if cached is None:
             docs, tfs = self._postings.get(term, ([], []))
-            cached = (np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.float32))
+            k = bisect_left(docs, len(self._docs))  # this index's own entries
+            cached = (np.asarray(docs[:k], dtype=np.int64), np.asarray(tfs[:k], dtype=np.float32))
             self._arrays[term] = cached
         return cached
 
@@ -287,6 +291,8 @@ class LexicalIndex:
             idf = float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
             docs, tfs = self._posting(term)
             out[docs] += qtf * idf * tfs * (self.k1 + 1.0) / (tfs + norm[docs])
+        if self._dead:
+            out[self._dead] = 0.0
         return out
 
 
@@ -341,12 +347,14 @@ class EpisodicIndex:
         self.session_of = np.zeros(n, dtype=np.int64)
         keys_of: list[dict[str, float]] = [{} for _ in range(n)]
         wholes = []
+        self.session_dates: list[dict[str, float]] = []
         for number, rows in enumerate(self.session_rows):
             self.session_of[rows] = number
             row_keys, whole = self._session_keys(units, rows)
             for row, key in zip(rows, row_keys, strict=True):
                 keys_of[int(row)] = key
             wholes.append(whole)
+            self.session_dates.append(self._date(units, rows))
         self.lexical = LexicalIndex()
         self.lexical.extend(keys_of)
         self.row_doc = np.arange(n, dtype=np.int64)  # row -> document of self.lexical
@@ -369,15 +377,21 @@ class EpisodicIndex:
                 self.dense_keys[rows] += self._window(vectors, rows)
 
     def _session_keys(
-        self, units: Sequence[MemoryUnit], rows: npt.NDArray[np.int64]
+        self,
+        units: Sequence[MemoryUnit],
+        rows: npt.NDArray[np.int64],
+        positions: Iterable[int] | None = None,
     ) -> tuple[list[dict[str, float]], dict[str, float]]:
-        """The lexical keys of a session's rows (turn order) and its session document."""
+        """The lexical keys of a session's rows (turn order), or of the rows at ``positions``
+        only, and its session document."""
         own = self.own_counts
-        date = term_counts(_date_words(units[int(rows[0])])) if self.keys.session_date else {}
+        date = self._date(units, rows)
         whole: dict[str, float] = dict(date)
+        for row in rows:
+            _add(whole, own[row], 1.0)
         out = []
-        for i, row in enumerate(rows):
-            key = dict(own[row])
+        for i in range(len(rows)) if positions is None else positions:
+            key = dict(own[rows[i]])
             for distance, weight in enumerate(self.keys.neighbours, start=1):
                 if weight <= 0:
                     continue  # a zero weight adds no term (BM25 keeps positive tf only)
@@ -386,8 +400,12 @@ class EpisodicIndex:
                         _add(key, own[rows[j]], weight)
             _add(key, date, 1.0)
             out.append(key)
-            _add(whole, own[row], 1.0)
         return out, whole
+
+    def _date(self, units: Sequence[MemoryUnit], rows: npt.NDArray[np.int64]) -> dict[str, float]:
+        if not self.keys.session_date or not len(rows):
+            return {}
+        return term_counts(_date_words(units[int(rows[0])]))
 
     def _window(
         self, vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
@@ -421,28 +439,52 @@ class EpisodicIndex:
             term_counts(self.tokenize(u.content)) for u in units[n_old:]
         ]
         new.session_number = dict(self.session_number)
+        new.session_dates = list(self.session_dates)
         new.session_rows = list(self.session_rows)
         new.session_of = np.concatenate([self.session_of, np.zeros(n - n_old, dtype=np.int64)])
         touched = {int(self.session_of[row]) for row in replaced}
         fresh_sessions: dict[int, list[int]] = defaultdict(list)
         for row in range(n_old, n):
-            key = _session_key(units[row])
-            number = new.session_number.setdefault(key, len(new.session_number))
+            number = new.session_number.setdefault(
+                _session_key(units[row]), len(new.session_number)
+            )
             if number == len(new.session_rows):
                 new.session_rows.append(np.zeros(0, dtype=np.int64))
             new.session_of[row] = number
             fresh_sessions[number].append(row)
             touched.add(number)
-        removed_keys, added_keys, key_rows = [], [], []
+        removed_keys: list[int] = []
+        added_keys: list[dict[str, float]] = []
+        key_rows: list[int] = []
         removed_sessions, added_sessions, session_numbers = [], [], []
         for number in sorted(touched):
             old_rows = new.session_rows[number]
             rows = _in_turn_order(units, [*map(int, old_rows), *fresh_sessions[number]])
             new.session_rows[number] = rows
-            row_keys, whole = new._session_keys(units, rows)
-            removed_keys += [int(self.row_doc[r]) for r in old_rows]
-            added_keys += row_keys
-            key_rows += [int(r) for r in rows]
+            # only keys that change are rebuilt: around new turns (their neighbours see them),
+            # or all of the session's when its date words changed
+            reach = len(self.keys.neighbours)
+            positions: set[int] | None = None
+            date = self._date(units, rows)
+            if number < len(new.session_dates) and date == new.session_dates[number]:
+                positions = set()
+                for i, row in enumerate(rows.tolist()):
+                    if row >= n_old:
+                        positions.update(range(max(0, i - reach), min(len(rows), i + reach + 1)))
+            ordered = sorted(positions) if positions is not None else range(len(rows))
+            row_keys, whole = new._session_keys(units, rows, ordered)
+            if number < len(new.session_dates):
+                new.session_dates[number] = date
+            else:
+                new.session_dates.append(date)
+            for position, key in zip(rows[list(ordered)].tolist(), row_keys, strict=True):
+                if position < n_old:
+                    doc = int(self.row_doc[position])
+                    if self.lexical.document(doc) == {t: tf for t, tf in key.items() if tf > 0}:
+                        continue
+                    removed_keys.append(doc)
+                added_keys.append(key)
+                key_rows.append(position)
             if number < len(self.session_doc):
                 removed_sessions.append(int(self.session_doc[number]))
             added_sessions.append(whole)

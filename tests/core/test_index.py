@@ -79,6 +79,30 @@ def test_removed_documents_leave_the_statistics() -> None:
     )
 
 
+def test_evolved_indexes_share_postings_but_never_see_each_others_documents() -> None:
+    base = LexicalIndex()
+    base.extend(DOCS)
+    query = ["pottery", "class", "river"]
+    before = base.scores(query)
+    first, [a] = base.evolve([0], [{"pottery": 1.0, "river": 2.0}])
+    second, [b] = first.evolve([], [{"class": 4.0}])
+    fork, [c] = base.evolve([2], [{"yoga": 1.0, "pottery": 1.0}])  # the base again: a copy
+    np.testing.assert_allclose(base.scores(query), before)  # untouched by three evolutions
+    np.testing.assert_allclose(
+        second.scores(query)[[a, b, 1, 2, 3]],
+        _bm25([{"pottery": 1.0, "river": 2.0}, {"class": 4.0}, DOCS[1], DOCS[2], DOCS[3]], query),
+        rtol=1e-5,
+    )
+    assert len(first.scores(query)) == a + 1  # first never sees second's document
+    np.testing.assert_allclose(
+        fork.scores(query)[[c, 0, 1, 3]],
+        _bm25([{"yoga": 1.0, "pottery": 1.0}, DOCS[0], DOCS[1], DOCS[3]], query),
+        rtol=1e-5,
+    )
+    assert fork.scores(query)[2] == 0.0
+    assert (a, b, c) == (4, 5, 4)
+
+
 def test_tokenizer_lowercases_stems_and_drops_stop_words() -> None:
     assert Tokenizer()("The Pottery classes were in the river") == [
         "potteri",
@@ -167,9 +191,13 @@ def test_bulk_extend_scores_like_one_add_at_a_time() -> None:
 # ---------------------------------------------------------------- evolving with live turns
 
 
-def _live_units() -> tuple[list[MemoryUnit], list[list[MemoryUnit]]]:
-    """A history, then a live session growing turn by turn (each step: the new turn and the
-    session's earlier turns with the grown span, as add_turn writes them)."""
+def _live_units(
+    own_spans: bool = False,
+) -> tuple[list[MemoryUnit], list[tuple[list[MemoryUnit], list[MemoryUnit]]]]:
+    """A history, then a live session growing turn by turn. Each step: what the update is
+    given, and every live unit so far. ``own_spans``: as add_turn writes now (the new turn
+    only, spanning the session's start to its own time; the fourth turn arrives late, from the
+    previous month); otherwise the new turn and the earlier ones with the grown span."""
     from dataclasses import replace
 
     from ramem_core import RuleAnchorer
@@ -184,25 +212,29 @@ def _live_units() -> tuple[list[MemoryUnit], list[list[MemoryUnit]]]:
         "user: Yes, and my doctor said the hobby helps my blood pressure.",
     ]
     start = datetime(2023, 9, 1, 10, 0)
-    steps: list[list[MemoryUnit]] = []
+    steps: list[tuple[list[MemoryUnit], list[MemoryUnit]]] = []
     live: list[MemoryUnit] = []
+    first = start
     for i, text in enumerate(texts):
-        span = TimeSpan(start, start.replace(minute=i), Granularity.INSTANT)
-        live = [replace(u, context=replace(u.context, session_span=span)) for u in live] + [
-            MemoryUnit(
-                f"live-{i}",
-                text,
-                EpisodicContext(
-                    "L",
-                    "friends",
-                    span,
-                    speaker=text.split(":")[0],
-                    turn_index=i,
-                    participants=(text.split(":")[0],),
-                ),
-            )
-        ]
-        steps.append(list(live))
+        at = datetime(2023, 8, 31, 23, 50) if own_spans and i == 3 else start.replace(minute=i)
+        first = min(first, at)
+        span = TimeSpan(first if own_spans else start, at, Granularity.INSTANT)
+        if not own_spans:
+            live = [replace(u, context=replace(u.context, session_span=span)) for u in live]
+        unit = MemoryUnit(
+            f"live-{i}",
+            text,
+            EpisodicContext(
+                "L",
+                "friends",
+                span,
+                speaker=text.split(":")[0],
+                turn_index=i,
+                participants=(text.split(":")[0],),
+            ),
+        )
+        live = [*live, unit]
+        steps.append(([unit] if own_spans else list(live), list(live)))
     return history, steps
 
 
@@ -210,16 +242,19 @@ def _by_id(snapshot, values) -> dict[str, float]:
     return {u.id: float(v) for u, v in zip(snapshot.units, values, strict=True)}
 
 
-def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch() -> None:
+@pytest.mark.parametrize("own_spans", [False, True], ids=["whole-session", "own-spans"])
+def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
+    own_spans: bool,
+) -> None:
     from ramem_core.retrieval import RetrievalConfig, Retriever
     from ramem_core.store.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
 
     embedder = HashEmbedder()
-    history, steps = _live_units()
+    history, steps = _live_units(own_spans)
     keys = EpisodicKeys()
     versions = [Snapshot(history, embedder.embed([u.content for u in history]), keys)]
-    for step in steps:
+    for step, _ in steps:
         new = step[-1]
         updated = versions[-1].updated(step, {new.id: embedder.embed([new.content])[0]})
         assert updated is not None  # an append: no rebuild
@@ -228,7 +263,8 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch() ->
     retriever.config = RetrievalConfig()
     queries = ["pottery bowl", "blood pressure doctor", "grilled sardines river", "next week"]
     # every version, queried only now, still answers for its own units (copy on write)
-    for version, units in zip(versions, [history, *(history + s for s in steps)], strict=True):
+    totals = [history, *(history + so_far for _, so_far in steps)]
+    for version, units in zip(versions, totals, strict=True):
         fresh = Snapshot(units, embedder.embed([u.content for u in units]), keys)
         for q in queries:
             vector = embedder.embed([q])[0]
@@ -250,6 +286,9 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch() ->
         assert version.last_session_end == fresh.last_session_end
         assert version.names == fresh.names
         assert version.ubiquitous == fresh.ubiquitous
+        assert [u.context.session_span for u in version.units] == [
+            fresh.units[fresh.position[u.id]].context.session_span for u in version.units
+        ]
         order = [fresh.position[u.id] for u in version.units]
         np.testing.assert_array_equal(version.involving("user"), fresh.involving("user")[order])
 
