@@ -296,6 +296,48 @@ class LexicalIndex:
         return out
 
 
+# --------------------------------------------------------------------------- row buffers
+
+Matrix = npt.NDArray[np.float32]
+
+
+class Rows:
+    """Matrix rows appended in place while possible, for snapshots that evolve in a line.
+
+    A holder keeps the buffer and how many rows it knows; :meth:`append` writes past them,
+    into spare capacity, when nobody appended there yet, so older holders' rows never change
+    and an append costs its rows (amortised), not a copy of the matrix.
+    """
+
+    __slots__ = ("data", "filled")
+
+    def __init__(self, data: Matrix, filled: int) -> None:
+        self.data = data
+        self.filled = filled
+
+    @classmethod
+    def of(cls, matrix: Matrix) -> Rows:
+        return cls(matrix, len(matrix))
+
+    def append(self, known: int, rows: Matrix) -> tuple[Rows, Matrix]:
+        """The buffer holding the first ``known`` rows and then ``rows``, and its view."""
+        end = known + len(rows)
+        if known == self.filled and end <= len(self.data):
+            self.data[known:end] = rows
+            self.filled = end
+            return self, self.data[:end]
+        data = np.empty((max(2 * end, 64), *self.data.shape[1:]), dtype=self.data.dtype)
+        data[:known] = self.data[:known]
+        data[known:end] = rows
+        grown = Rows(data, end)
+        return grown, data[:end]
+
+
+DENSE_PATCH_LIMIT = 512
+"""Rows whose dense keys changed after they were appended are kept apart (a live session's
+last turns, whose windows grow) until there are this many; then the keys are rewritten once."""
+
+
 # --------------------------------------------------------------------------- the index
 
 
@@ -375,6 +417,10 @@ class EpisodicIndex:
             self.dense_keys = np.array(vectors, dtype=np.float32, copy=True)
             for rows in self.session_rows:
                 self.dense_keys[rows] += self._window(vectors, rows)
+        self._dense_rows = None if self.dense_keys is None else Rows.of(self.dense_keys)
+        # rows whose keys changed after they were appended, and their keys
+        self._patch: dict[int, Matrix] = {}
+        self._patch_arrays: tuple[npt.NDArray[np.int64], Matrix] | None = None
 
     def _session_keys(
         self,
@@ -501,11 +547,26 @@ class EpisodicIndex:
             new.own_doc = np.concatenate([self.own_doc, np.asarray(docs, dtype=np.int64)])
         new.vectors = vectors
         new.dense_keys = vectors
+        new._patch, new._patch_arrays = {}, None
         if vectors is not None and self.dense_keys is not None and self.keys.window > 0:
-            new.dense_keys = np.concatenate([self.dense_keys, vectors[n_old:]])
+            assert self._dense_rows is not None
+            keys = np.array(vectors[n_old:], dtype=np.float32, copy=True)
+            patch = dict(self._patch)
             for number in touched:
                 rows = new.session_rows[number]
-                new.dense_keys[rows] = vectors[rows] + new._window(vectors, rows)
+                window = vectors[rows] + new._window(vectors, rows)
+                for row, key in zip(rows.tolist(), window, strict=True):
+                    if row >= n_old:
+                        keys[row - n_old] = key
+                    else:
+                        patch[row] = key
+            new._dense_rows, new.dense_keys = self._dense_rows.append(n_old, keys)
+            if len(patch) > DENSE_PATCH_LIMIT:  # rewrite once: a private copy with the patch
+                merged = np.array(new.dense_keys, dtype=np.float32, copy=True)
+                merged[list(patch)] = np.asarray(list(patch.values()), dtype=np.float32)
+                new._dense_rows, new.dense_keys = Rows.of(merged), merged
+                patch = {}
+            new._patch = patch
         return new
 
     def lexical_scores(self, query: str) -> Scores:
@@ -516,7 +577,16 @@ class EpisodicIndex:
         """Dense score of every row: ``cos(turn) + cos(window)`` (``cos(turn)`` without keys)."""
         if self.dense_keys is None:
             return np.zeros(len(self.session_of), dtype=np.float32)
-        return np.asarray(self.dense_keys @ vector, dtype=np.float32)
+        scores = np.asarray(self.dense_keys @ vector, dtype=np.float32)
+        if self._patch:
+            if self._patch_arrays is None:
+                self._patch_arrays = (
+                    np.fromiter(self._patch, dtype=np.int64, count=len(self._patch)),
+                    np.asarray(list(self._patch.values()), dtype=np.float32),
+                )
+            rows, keys = self._patch_arrays
+            scores[rows] = keys @ vector
+        return scores
 
     def own_scores(
         self, query: str, vector: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]

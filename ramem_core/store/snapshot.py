@@ -23,7 +23,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.store.index import EpisodicIndex, EpisodicKeys
+from ramem_core.store.index import EpisodicIndex, EpisodicKeys, Rows
 from ramem_core.types import Granularity, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
 Mask = npt.NDArray[np.bool_]
@@ -116,6 +116,7 @@ class Snapshot:
         self._session_span = session_spans(units)
         self.units = [_respanned(u, self._session_span) for u in units]
         self.vectors = vectors
+        self._vector_rows = None if vectors is None else Rows.of(vectors)
         self.position = {u.id: i for i, u in enumerate(self.units)}
         self._session_rows: dict[SessionKey, list[int]] = {}
         for row, unit in enumerate(self.units):
@@ -201,7 +202,8 @@ class Snapshot:
         new.units += appended
         dimension = self.vectors.shape[1]
         rows = np.asarray([vectors[u.id] for u in appended], dtype=np.float32)
-        new.vectors = np.concatenate([self.vectors, rows.reshape(-1, dimension)])
+        assert self._vector_rows is not None
+        new._vector_rows, new.vectors = self._vector_rows.append(n_old, rows.reshape(-1, dimension))
         new.position = dict(self.position)
         new.position.update((u.id, n_old + i) for i, u in enumerate(appended))
         new._session_span = spans

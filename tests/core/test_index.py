@@ -242,13 +242,17 @@ def _by_id(snapshot, values) -> dict[str, float]:
     return {u.id: float(v) for u, v in zip(snapshot.units, values, strict=True)}
 
 
+@pytest.mark.parametrize("patch_limit", [512, 1], ids=["patched", "rewritten"])
 @pytest.mark.parametrize("own_spans", [False, True], ids=["whole-session", "own-spans"])
 def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
-    own_spans: bool,
+    own_spans: bool, patch_limit: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ramem_core.retrieval import RetrievalConfig, Retriever
+    from ramem_core.store import index
     from ramem_core.store.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
+
+    monkeypatch.setattr(index, "DENSE_PATCH_LIMIT", patch_limit)
 
     embedder = HashEmbedder()
     history, steps = _live_units(own_spans)
