@@ -606,3 +606,22 @@ def test_a_failed_live_write_leaves_the_session_as_it_was(
     ]
     spans = {e.unit.context.session_span for e in memory.recall("tomatoes", k=2)}
     assert spans == {TimeSpan(t0, t0 + timedelta(minutes=2), Granularity.INSTANT)}
+
+
+def test_control_characters_are_dropped_from_what_is_stored(memory: RaMem, tmp_path: Path) -> None:
+    live = memory.add_turn("Ann", "tea\x02 at\x00 five\x1b", at=datetime(2023, 5, 1, 9, 0))
+    assert live.content == "Ann: tea at five"
+    doc = {
+        "id": "c",
+        "sessions": [
+            {
+                "id": "s",
+                "turns": [{"id": "t", "speaker": "Bo", "text": "a\x07b", "image_caption": "x\x7f"}],
+            }
+        ],
+    }
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    memory.add_file(path)
+    stored = {u.content for u in memory.store.get(memory.namespace)}
+    assert stored == {"Ann: tea at five", "Bo: ab [shares an image: x]"}
