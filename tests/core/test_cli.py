@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,29 @@ def test_the_demo_never_touches_the_users_store(
     assert main(["--path", str(store), "demo"]) == 0
     assert "--path is not touched" in capsys.readouterr().out
     assert not store.exists()
+
+
+def test_memory_text_that_looks_like_markup_is_printed_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per memory
+    doc = {
+        "id": "m",
+        "sessions": [
+            {
+                "id": "s1",
+                "time": "2023-05-08T13:56:00",
+                "turns": [
+                    {"id": "t1", "speaker": "Ann", "text": "My cat [/bold] is [red]fine[/x]."}
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "markup.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(path)]) == 0
+    assert main(["ask", "How is the cat [/bold]?", *db, "--k", "1"]) == 0  # options after too
+    out = capsys.readouterr().out
+    assert "My cat [/bold] is [red]fine[/x]." in out
+    assert "How is the cat [/bold]?" in out

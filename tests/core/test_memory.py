@@ -625,3 +625,14 @@ def test_control_characters_are_dropped_from_what_is_stored(memory: RaMem, tmp_p
     memory.add_file(path)
     stored = {u.content for u in memory.store.get(memory.namespace)}
     assert stored == {"Ann: tea at five", "Bo: ab [shares an image: x]"}
+
+
+def test_situate_keeps_the_end_of_an_overlong_chat_message(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    pasted = "lorem ipsum " * 2_000  # a long paste, then the question
+    message = pasted + "What did Ben eat in Lisbon?"
+    assert len(message) > 20_000
+    with pytest.raises(InvalidInputError, match="limit 4,000"):
+        memory.recall(message)
+    block = memory.situate(message, k=2)
+    assert "sardines" in block.text
