@@ -610,7 +610,8 @@ class EpisodicIndex:
         if self.keys.session_weight <= 0 or not n:
             return np.zeros(n, dtype=np.float32)
         scores = self.sessions.scores(self.tokenize(query))[self.session_doc]
-        ranked = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0]
+        ranked = np.argsort(-scores, kind="stable")
+        ranked = ranked[scores[ranked] > 0]
         bonus = np.zeros(len(scores), dtype=np.float32)
         bonus[ranked] = self.keys.session_weight / (rrf_k + 1 + np.arange(len(ranked)))
         return bonus[self.session_of]

@@ -265,7 +265,14 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
         versions.append(updated)
     retriever = Retriever.__new__(Retriever)
     retriever.config = RetrievalConfig()
-    queries = ["pottery bowl", "blood pressure doctor", "grilled sardines river", "next week"]
+    queries = [
+        "pottery bowl",
+        "blood pressure doctor",
+        "grilled sardines river",
+        "next week",
+        "what happened in august",  # the session's date words (a late turn moves its month)
+        "september 2023",
+    ]
     # every version, queried only now, still answers for its own units (copy on write)
     totals = [history, *(history + so_far for _, so_far in steps)]
     for version, units in zip(versions, totals, strict=True):
