@@ -86,7 +86,7 @@ def test_evolved_indexes_share_postings_but_never_see_each_others_documents() ->
     before = base.scores(query)
     first, [a] = base.evolve([0], [{"pottery": 1.0, "river": 2.0}])
     second, [b] = first.evolve([], [{"class": 4.0}])
-    fork, [c] = base.evolve([2], [{"yoga": 1.0, "pottery": 1.0}])  # the base again: a copy
+    fork, [c] = base.evolve([2], [{"yoga": 1.0, "pottery": 3.0}])  # the base again: a copy
     np.testing.assert_allclose(base.scores(query), before)  # untouched by three evolutions
     np.testing.assert_allclose(
         second.scores(query)[[a, b, 1, 2, 3]],
@@ -96,7 +96,7 @@ def test_evolved_indexes_share_postings_but_never_see_each_others_documents() ->
     assert len(first.scores(query)) == a + 1  # first never sees second's document
     np.testing.assert_allclose(
         fork.scores(query)[[c, 0, 1, 3]],
-        _bm25([{"yoga": 1.0, "pottery": 1.0}, DOCS[0], DOCS[1], DOCS[3]], query),
+        _bm25([{"yoga": 1.0, "pottery": 3.0}, DOCS[0], DOCS[1], DOCS[3]], query),
         rtol=1e-5,
     )
     assert fork.scores(query)[2] == 0.0
@@ -314,3 +314,33 @@ def test_an_edited_content_is_not_an_update() -> None:
     snap = Snapshot(history, HashEmbedder().embed([u.content for u in history]))
     edited = replace(history[0], content="Alice: something else entirely")
     assert snap.updated([edited], {}) is None  # the caller rebuilds
+
+
+def test_two_updates_of_one_snapshot_never_share_their_new_rows() -> None:
+    from dataclasses import replace
+
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    embedder = HashEmbedder()
+    history, steps = _live_units(own_spans=True)
+    base = Snapshot(history, embedder.embed([u.content for u in history]))
+    first_unit = steps[0][0][0]
+    other_unit = replace(first_unit, id="other", content="user: I sold my old bicycle.")
+    first = base.updated([first_unit], {first_unit.id: embedder.embed([first_unit.content])[0]})
+    other = base.updated([other_unit], {"other": embedder.embed([other_unit.content])[0]})
+    assert first is not None
+    assert other is not None
+    assert first.vectors is not None
+    assert other.vectors is not None
+    np.testing.assert_allclose(first.vectors[-1], embedder.embed([first_unit.content])[0])
+    np.testing.assert_allclose(other.vectors[-1], embedder.embed([other_unit.content])[0])
+    query = embedder.embed(["pottery class downtown"])[0]
+    fresh = Snapshot(
+        [*history, first_unit], embedder.embed([*(u.content for u in history), first_unit.content])
+    )
+    np.testing.assert_allclose(
+        first.index.dense_scores(query), fresh.index.dense_scores(query), rtol=1e-5
+    )
+    assert base.vectors is not None
+    assert len(base.vectors) == len(history)
