@@ -324,8 +324,12 @@ def test_two_updates_of_one_snapshot_never_share_their_new_rows() -> None:
 
     embedder = HashEmbedder()
     history, steps = _live_units(own_spans=True)
-    base = Snapshot(history, embedder.embed([u.content for u in history]))
-    first_unit = steps[0][0][0]
+    start = Snapshot(history, embedder.embed([u.content for u in history]))
+    zeroth = steps[0][0][0]
+    base = start.updated([zeroth], {zeroth.id: embedder.embed([zeroth.content])[0]})
+    assert base is not None  # grown once: its buffers have spare rows now
+    history = [*history, zeroth]
+    first_unit = steps[1][0][0]
     other_unit = replace(first_unit, id="other", content="user: I sold my old bicycle.")
     first = base.updated([first_unit], {first_unit.id: embedder.embed([first_unit.content])[0]})
     other = base.updated([other_unit], {"other": embedder.embed([other_unit.content])[0]})
