@@ -158,7 +158,8 @@ def bench_idle_namespaces(embedder: MiniLMEmbedder, count: int, size: int) -> di
         store = ChromaStore.persistent(tmp, embedder)
         for i in range(count):
             store.upsert(f"user-{i}", units, vectors)
-        for label, bound in (("unbounded", count + 1), ("default_bound", None)):
+        # the bounded cache first: memory the unbounded one frees would be reused otherwise
+        for label, bound in (("default_bound", None), ("unbounded", count + 1)):
             memory = RaMem(store)
             if bound is not None:
                 memory.retriever.max_snapshots = bound
@@ -271,7 +272,7 @@ def main() -> None:
     idle = bench_idle_namespaces(embedder, args.idle, 500)
     result["idle_namespaces"] = idle
     print(f"\n{args.idle} namespaces of 500 memories, one recall each")
-    for label in ("unbounded", "default_bound"):
+    for label in ("default_bound", "unbounded"):
         part = idle[label]
         print(
             f"  {label:>13}: {part['cached_namespaces']} cached, "

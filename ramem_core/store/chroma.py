@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,120}[A-Za-z0-9])?$")
-_BATCH = 2000  # below Chroma's max batch size on every backend
+_BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every backend
 Where = Mapping[str, Any]
 Version = frozenset[tuple[str, int]]
 """A namespace's write version: (writer, sequence number) of every store that wrote to it."""
@@ -137,6 +137,14 @@ class _DirectoryLock:
 def _chunks(ids: Sequence[str]) -> list[list[str]]:
     """``ids`` in lists of at most ``_BATCH``."""
     return [list(ids[i : i + _BATCH]) for i in range(0, len(ids), _BATCH)]
+
+
+def max_write_batch(store: ChromaStore) -> int:
+    """Memories one write sends in a single Chroma call (the backend's maximum batch size):
+    a call is one transaction, so an ingest of at most this many is all or nothing, even if
+    the process is killed mid-write."""
+    store._open()
+    return int(store.client.get_max_batch_size())
 
 
 def check_namespace(namespace: str) -> str:
@@ -369,8 +377,12 @@ class ChromaStore:
     ) -> int:
         """Insert or replace ``units`` (with their ``vectors``); all or nothing per call.
 
-        If a batch fails, the units this call added are deleted again, so a failed ingest leaves
-        the namespace as it was except for replaced units that had identical ids.
+        Up to :func:`max_write_batch` memories (5,461 on Chroma 1.x) go in one Chroma call,
+        one transaction: all or nothing even if the process is killed. A larger call is split
+        into such batches; if one fails, the units this call added are deleted again (the
+        namespace is as it was except for replaced units that had identical ids), but a kill
+        between batches leaves the earlier ones: running the same ingest again completes it
+        (ids are deterministic).
 
         Args:
             new_ids: the caller guarantees the ids are new (live turns: random ids), which
@@ -389,12 +401,13 @@ class ChromaStore:
         existing = set() if new_ids else set(self.existing_ids(namespace, ids))
         written: list[str] = []
         try:
-            for begin in range(0, len(units), _BATCH):
-                batch = units[begin : begin + _BATCH]
+            step = max_write_batch(self)
+            for begin in range(0, len(units), step):
+                batch = units[begin : begin + step]
                 collection.upsert(
                     ids=[u.id for u in batch],
                     documents=[u.content for u in batch],
-                    embeddings=vectors[begin : begin + _BATCH],
+                    embeddings=vectors[begin : begin + step],
                     metadatas=[to_metadata(u) for u in batch],  # type: ignore[misc]
                 )
                 written.extend(u.id for u in batch)

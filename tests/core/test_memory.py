@@ -636,3 +636,51 @@ def test_situate_keeps_the_end_of_an_overlong_chat_message(memory: RaMem) -> Non
         memory.recall(message)
     block = memory.situate(message, k=2)
     assert "sardines" in block.text
+
+
+KILLED_WRITER = """
+import sys
+import time
+from datetime import datetime
+from ramem_core import ChromaStore, Conversation, RuleAnchorer, Session, Turn
+from ramem_core.testing import HashEmbedder
+turns = tuple(Turn(f"t{i}", "Ann", f"note {i} about the garden") for i in range(int(sys.argv[2])))
+units = RuleAnchorer().anchor(Conversation("big", (Session("s1", turns, datetime(2023, 5, 1)),)))
+store = ChromaStore.persistent(sys.argv[1], HashEmbedder())
+vectors = store.embedder.embed([u.content for u in units])
+store.count("default")
+print("writing", flush=True)
+start = time.perf_counter()
+store.upsert("default", units, vectors)
+print(f"done {time.perf_counter() - start:.3f}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.2, 0.4, 0.6])  # kills land in the Chroma write
+def test_a_kill_during_an_ingest_leaves_all_of_it_or_none(tmp_path: Path, delay: float) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from ramem_core.store.chroma import max_write_batch
+
+    size = 3000
+    store = ChromaStore.persistent(tmp_path / "probe", HashEmbedder())
+    assert size <= max_write_batch(store)  # one Chroma call: one transaction
+    store.close()
+    with subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(tmp_path / "db"), str(size)],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "writing"
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    with RaMem.open(tmp_path / "db", embedder=HashEmbedder()) as memory:
+        stored = memory.count() if memory.store.has_namespace("default") else 0
+        assert stored in (0, size)
+        if stored:
+            assert len(memory.recall("garden note", k=5)) == 5
