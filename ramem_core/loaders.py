@@ -95,13 +95,7 @@ def validate(conversation: Conversation, source: str | None = None) -> Conversat
         sessions = []
         for index, session in enumerate(conversation.sessions):
             where.update(session=f"#{index}", turn=None)
-            if not isinstance(session, Session):
-                raise InvalidInputError(f"expected a Session, got {type(session).__name__}")
-            sid = check_id(session.id, "session id")
-            where["session"] = sid
-            if sid in session_ids:
-                raise InvalidInputError("duplicate session id")
-            session_ids.add(sid)
+            _unique_id(session, Session, session_ids, where, "session")
             if not isinstance(session.turns, tuple | list):
                 raise InvalidInputError("turns must be a list")
             turns = []
@@ -117,14 +111,23 @@ def validate(conversation: Conversation, source: str | None = None) -> Conversat
     )
 
 
+def _unique_id(
+    item: object, kind: type[Session | Turn], seen: set[str], where: dict[str, str | None], key: str
+) -> str:
+    """The id of ``item`` (a ``kind``), checked and unique in ``seen``; ``where`` names it."""
+    if not isinstance(item, kind):
+        raise InvalidInputError(f"expected a {kind.__name__}, got {type(item).__name__}")
+    ident = check_id(item.id, f"{key} id")
+    where[key] = ident
+    if ident in seen:
+        raise InvalidInputError(f"duplicate {key} id")
+    seen.add(ident)
+    return ident
+
+
 def _checked_turn(turn: object, seen: set[str], where: dict[str, str | None]) -> Turn:
-    if not isinstance(turn, Turn):
-        raise InvalidInputError(f"expected a Turn, got {type(turn).__name__}")
-    tid = check_id(turn.id, "turn id")
-    where["turn"] = tid
-    if tid in seen:
-        raise InvalidInputError("duplicate turn id")
-    seen.add(tid)
+    _unique_id(turn, Turn, seen, where, "turn")
+    assert isinstance(turn, Turn)
     check_name(turn.speaker, "speaker")
     caption = turn.image_caption
     if caption is not None:
