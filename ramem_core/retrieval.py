@@ -403,7 +403,7 @@ class Retriever:
         lexical = snap.index.lexical_scores(phrase)
         if lexical[best] <= 0 or best not in np.argsort(-lexical, kind="stable")[:3]:
             return None
-        return snap.units[best]
+        return snap.unit(best)
 
     # ------------------------------------------------------------------ the final list
 
@@ -430,7 +430,7 @@ class Retriever:
         chosen += [(row, False) for row in order if row not in first]
         evidence = []
         for rank, (row, contextual) in enumerate(chosen[:k], start=1):
-            unit = snap.units[row]
+            unit = snap.unit(row)
             lexical = float(ranking.lexical[row]) if ranking.lexical is not None else 0.0
             evidence.append(
                 Evidence(

@@ -284,7 +284,7 @@ def _frame_row(
         {
             "anchor": t.anchor,
             "relation": t.relation.value if t.relation else None,
-            "correct": is_evidence(snap.units[snap.position[t.anchor_id]]),
+            "correct": is_evidence(snap.unit(snap.position[t.anchor_id])),
         }
         for t in frame.times
         if t.anchor_id is not None and t.anchor_id in snap.position

@@ -29,14 +29,14 @@ import copy
 import re
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.types import MemoryUnit
+from ramem_core.types import MemoryUnit, TimeSpan
 
 Scores = npt.NDArray[np.float32]
 
@@ -345,13 +345,15 @@ def _session_key(unit: MemoryUnit) -> tuple[str, str]:
     return unit.context.conversation_id, unit.context.session_id
 
 
+def _turn_order(units: Sequence[MemoryUnit]) -> Callable[[int], tuple[int, str]]:
+    return lambda r: (units[r].context.turn_index, units[r].id)
+
+
 def _in_turn_order(units: Sequence[MemoryUnit], rows: Iterable[int]) -> npt.NDArray[np.int64]:
-    ordered = sorted(rows, key=lambda r: (units[r].context.turn_index, units[r].id))
-    return np.asarray(ordered, dtype=np.int64)
+    return np.asarray(sorted(rows, key=_turn_order(units)), dtype=np.int64)
 
 
-def _date_words(unit: MemoryUnit) -> list[str]:
-    span = unit.context.session_span
+def _date_words(span: TimeSpan | None) -> list[str]:
     if span is None:
         return []
     return [span.start.strftime("%B").lower(), str(span.start.year)]
@@ -368,6 +370,7 @@ class EpisodicIndex:
         units: the memories, in any order (sessions are read from their contexts).
         vectors: one unit vector per memory, rows as ``units``; ``None`` for no dense keys.
         keys: which episodic keys to build.
+        session_spans: each session's span, if not its first unit's own.
     """
 
     def __init__(
@@ -375,8 +378,10 @@ class EpisodicIndex:
         units: Sequence[MemoryUnit],
         vectors: npt.NDArray[np.float32] | None = None,
         keys: EpisodicKeys | None = None,
+        session_spans: Mapping[tuple[str, str], TimeSpan] | None = None,
     ) -> None:
         self.keys = keys or EpisodicKeys()
+        self.session_spans = session_spans or {}
         self.tokenize = Tokenizer()
         n = len(units)
         self.own_counts = [term_counts(self.tokenize(u.content)) for u in units]
@@ -427,14 +432,16 @@ class EpisodicIndex:
         units: Sequence[MemoryUnit],
         rows: npt.NDArray[np.int64],
         positions: Iterable[int] | None = None,
+        whole: dict[str, float] | None = None,
     ) -> tuple[list[dict[str, float]], dict[str, float]]:
         """The lexical keys of a session's rows (turn order), or of the rows at ``positions``
-        only, and its session document."""
+        only, and its session document (``whole`` when the caller has it already)."""
         own = self.own_counts
         date = self._date(units, rows)
-        whole: dict[str, float] = dict(date)
-        for row in rows:
-            _add(whole, own[row], 1.0)
+        if whole is None:
+            whole = dict(date)
+            for row in rows:
+                _add(whole, own[row], 1.0)
         out = []
         for i in range(len(rows)) if positions is None else positions:
             key = dict(own[rows[i]])
@@ -451,7 +458,9 @@ class EpisodicIndex:
     def _date(self, units: Sequence[MemoryUnit], rows: npt.NDArray[np.int64]) -> dict[str, float]:
         if not self.keys.session_date or not len(rows):
             return {}
-        return term_counts(_date_words(units[int(rows[0])]))
+        first = units[int(rows[0])]
+        span = self.session_spans.get(_session_key(first), first.context.session_span)
+        return term_counts(_date_words(span))
 
     def _window(
         self, vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
@@ -473,6 +482,7 @@ class EpisodicIndex:
         units: Sequence[MemoryUnit],
         vectors: npt.NDArray[np.float32] | None,
         replaced: Sequence[int],
+        session_spans: Mapping[tuple[str, str], TimeSpan] | None = None,
     ) -> EpisodicIndex:
         """The index of ``units``: this index's units with the rows ``replaced`` changed in
         place (same content, new context) and new units appended after them.
@@ -484,6 +494,7 @@ class EpisodicIndex:
         new.own_counts = self.own_counts + [
             term_counts(self.tokenize(u.content)) for u in units[n_old:]
         ]
+        new.session_spans = session_spans or {}
         new.session_number = dict(self.session_number)
         new.session_dates = list(self.session_dates)
         new.session_rows = list(self.session_rows)
@@ -503,22 +514,35 @@ class EpisodicIndex:
         added_keys: list[dict[str, float]] = []
         key_rows: list[int] = []
         removed_sessions, added_sessions, session_numbers = [], [], []
+        edited = {int(self.session_of[row]) for row in replaced}
         for number in sorted(touched):
             old_rows = new.session_rows[number]
-            rows = _in_turn_order(units, [*map(int, old_rows), *fresh_sessions[number]])
+            fresh = fresh_sessions[number]
+            appended_only = bool(len(old_rows)) and bool(fresh) and number not in edited
+            if appended_only and min(map(_turn_order(units), fresh)) >= _turn_order(units)(
+                int(old_rows[-1])
+            ):  # new turns after the last one (live use): no re-sort
+                rows = np.concatenate([old_rows, _in_turn_order(units, fresh)])
+            else:
+                rows = _in_turn_order(units, [*map(int, old_rows), *fresh])
             new.session_rows[number] = rows
             # only keys that change are rebuilt: around new turns (their neighbours see them),
             # or all of the session's when its date words changed
             reach = len(self.keys.neighbours)
             positions: set[int] | None = None
-            date = self._date(units, rows)
+            date = new._date(units, rows)
             if number < len(new.session_dates) and date == new.session_dates[number]:
                 positions = set()
                 for i, row in enumerate(rows.tolist()):
                     if row >= n_old:
                         positions.update(range(max(0, i - reach), min(len(rows), i + reach + 1)))
             ordered = sorted(positions) if positions is not None else range(len(rows))
-            row_keys, whole = new._session_keys(units, rows, ordered)
+            whole = None
+            if positions is not None and appended_only and number < len(self.session_doc):
+                whole = dict(self.sessions.document(int(self.session_doc[number])) or {})
+                for row in fresh:
+                    _add(whole, new.own_counts[row], 1.0)
+            row_keys, whole = new._session_keys(units, rows, ordered, whole)
             if number < len(new.session_dates):
                 new.session_dates[number] = date
             else:

@@ -42,17 +42,21 @@ def _speaker_names(unit: MemoryUnit) -> frozenset[str]:
     return frozenset(n.strip() for n in unit.context.speaker.split(",") if n.strip())
 
 
-def _spans_updated(
-    spans: SpanArrays, units: Sequence[MemoryUnit], rows: Sequence[int], session: bool
-) -> SpanArrays:
-    """``spans`` grown to ``units`` with the given rows recomputed (a new copy)."""
-    grow = len(units) - len(spans.known)
-    known = np.concatenate([spans.known, np.zeros(grow, dtype=bool)])
-    start = np.concatenate([spans.start, np.zeros(grow, dtype=np.int64)])
-    end = np.concatenate([spans.end, np.zeros(grow, dtype=np.int64)])
-    fresh = _spans([units[r] for r in rows], session)
-    known[rows], start[rows], end[rows] = fresh.known, fresh.start, fresh.end
-    return SpanArrays(known, start, end)
+def _spans_grown(spans: SpanArrays, size: int) -> SpanArrays:
+    """A copy of ``spans`` grown to ``size`` rows (the new ones unknown)."""
+    grow = size - len(spans.known)
+    return SpanArrays(
+        np.concatenate([spans.known, np.zeros(grow, dtype=bool)]),
+        np.concatenate([spans.start, np.zeros(grow, dtype=np.int64)]),
+        np.concatenate([spans.end, np.zeros(grow, dtype=np.int64)]),
+    )
+
+
+def _set_span(arrays: SpanArrays, rows: Sequence[int], span: TimeSpan | None) -> None:
+    """Give ``rows`` one span, in place."""
+    arrays.known[rows] = span is not None
+    arrays.start[rows] = to_epoch(span.start) if span else 0
+    arrays.end[rows] = to_epoch(span.end) if span else 0
 
 
 SessionKey = tuple[str, str]
@@ -87,8 +91,7 @@ def _respanned(unit: MemoryUnit, spans: Mapping[SessionKey, TimeSpan]) -> Memory
     return replace(unit, context=replace(unit.context, session_span=span))
 
 
-def _spans(units: Sequence[MemoryUnit], session: bool) -> SpanArrays:
-    spans = [u.context.session_span if session else u.context.event_time for u in units]
+def _span_arrays(spans: Sequence[TimeSpan | None]) -> SpanArrays:
     return SpanArrays(
         known=np.array([s is not None for s in spans], dtype=bool),
         start=np.array([to_epoch(s.start) if s else 0 for s in spans], dtype=np.int64),
@@ -99,7 +102,9 @@ def _spans(units: Sequence[MemoryUnit], session: bool) -> SpanArrays:
 class Snapshot:
     """Units, vectors, episodic arrays and the episodic index of one namespace.
 
-    Each unit's ``session_span`` is its whole session's (see :func:`session_spans`).
+    ``units`` are kept as stored; each session's span is derived from its turns (see
+    :func:`session_spans`) and held once per session: the episodic arrays and :meth:`unit`
+    give every unit its whole session's span.
 
     Args:
         units: the namespace's memories (their order is the snapshot's order).
@@ -113,16 +118,16 @@ class Snapshot:
         vectors: npt.NDArray[np.float32] | None = None,
         keys: EpisodicKeys | None = None,
     ) -> None:
-        self._session_span = session_spans(units)
-        self.units = [_respanned(u, self._session_span) for u in units]
+        self.units = list(units)
+        self._session_span = session_spans(self.units)
         self.vectors = vectors
         self._vector_rows = None if vectors is None else Rows.of(vectors)
         self.position = {u.id: i for i, u in enumerate(self.units)}
         self._session_rows: dict[SessionKey, list[int]] = {}
         for row, unit in enumerate(self.units):
             self._session_rows.setdefault(_session_of(unit), []).append(row)
-        self.session = _spans(self.units, session=True)
-        self.event = _spans(self.units, session=False)
+        self.session = _span_arrays([self._session_span.get(_session_of(u)) for u in self.units])
+        self.event = _span_arrays([u.context.event_time for u in self.units])
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
         self._speakers: dict[tuple[str, str], frozenset[str]] = {}
         for unit in self.units:
@@ -136,10 +141,14 @@ class Snapshot:
         self._people = {name: np.array(rows, dtype=np.int64) for name, rows in people.items()}
         self.time_range = self._time_range()
         self.last_session_end = self._last_session_end()
-        self.index = EpisodicIndex(self.units, vectors, keys)
+        self.index = EpisodicIndex(self.units, vectors, keys, self._session_span)
 
     def __len__(self) -> int:
         return len(self.units)
+
+    def unit(self, row: int) -> MemoryUnit:
+        """The memory at ``row`` with its whole session's span."""
+        return _respanned(self.units[row], self._session_span)
 
     def _ubiquitous(self) -> frozenset[str]:
         """Speakers of every session: naming them cannot tell one episode from another."""
@@ -157,24 +166,20 @@ class Snapshot:
         """
         if self.vectors is None:
             return None
-        # a session's span grows with its new turns: re-span every unit of a touched session
+        # a session's span grows with its new turns: held once per session, not per unit
         spans = dict(self._session_span)
         for key, span in session_spans(changed).items():
             spans[key] = _union([span, spans[key]]) if key in spans else span
-        touched_sessions = {_session_of(u) for u in changed}
-        changed_ids = {u.id for u in changed}
+        respan: set[SessionKey] = set()  # sessions whose span is derived again from every turn
         for unit in changed:
             row = self.position.get(unit.id)
-            own = unit.context.session_span
-            if row is not None and own is not None and own != spans[_session_of(unit)]:
-                return None  # a known unit's session span edited: rebuild
-        units = [_respanned(u, spans) for u in changed] + [
-            _respanned(self.units[row], spans)
-            for key in touched_sessions
-            for row in self._session_rows.get(key, ())
-            if self.units[row].id not in changed_ids
-            and spans.get(key) != self.units[row].context.session_span
-        ]
+            if row is None:
+                continue
+            if _session_of(unit) != _session_of(self.units[row]):
+                return None  # a known unit moved to another session: rebuild
+            if unit.context.session_span != self.units[row].context.session_span:
+                respan.add(_session_of(unit))
+        units = list(changed)
         replaced: list[tuple[int, MemoryUnit]] = []
         appended: list[MemoryUnit] = []
         for unit in units:
@@ -211,9 +216,22 @@ class Snapshot:
         for i, unit in enumerate(appended, start=n_old):
             key = _session_of(unit)
             new._session_rows[key] = [*new._session_rows.get(key, ()), i]
+        for key in respan:  # a stored span was rewritten: it may also have shrunk
+            derived = session_spans([new.units[r] for r in new._session_rows[key]]).get(key)
+            if derived is None:
+                spans.pop(key, None)
+            else:
+                spans[key] = derived
         touched = [row for row, _ in replaced] + list(range(n_old, len(new.units)))
-        new.session = _spans_updated(self.session, new.units, touched, session=True)
-        new.event = _spans_updated(self.event, new.units, touched, session=False)
+        new.session = _spans_grown(self.session, len(new.units))
+        for key in {_session_of(new.units[row]) for row in touched}:
+            if key not in self._session_span or spans.get(key) != self._session_span[key]:
+                _set_span(new.session, new._session_rows[key], spans.get(key))
+        for row in touched:
+            _set_span(new.session, [row], spans.get(_session_of(new.units[row])))
+        new.event = _spans_grown(self.event, len(new.units))
+        for row in touched:
+            _set_span(new.event, [row], new.units[row].context.event_time)
         added = {p for u in appended for p in u.context.participants}
         if not added <= set(self.names):
             new.names = tuple(sorted(set(self.names) | added))
@@ -228,7 +246,9 @@ class Snapshot:
         new.ubiquitous = new._ubiquitous()
         new.time_range = new._time_range()
         new.last_session_end = new._last_session_end()
-        new.index = self.index.evolve(new.units, new.vectors, [row for row, _ in replaced])
+        new.index = self.index.evolve(
+            new.units, new.vectors, [row for row, _ in replaced], new._session_span
+        )
         return new
 
     def _last_session_end(self) -> datetime | None:

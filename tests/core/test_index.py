@@ -297,8 +297,8 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
         assert version.last_session_end == fresh.last_session_end
         assert version.names == fresh.names
         assert version.ubiquitous == fresh.ubiquitous
-        assert [u.context.session_span for u in version.units] == [
-            fresh.units[fresh.position[u.id]].context.session_span for u in version.units
+        assert [version.unit(i).context.session_span for i in range(len(version))] == [
+            fresh.unit(fresh.position[u.id]).context.session_span for u in version.units
         ]
         order = [fresh.position[u.id] for u in version.units]
         np.testing.assert_array_equal(version.involving("user"), fresh.involving("user")[order])

@@ -277,7 +277,7 @@ def test_failed_write_rolls_back(store: ChromaStore, monkeypatch: pytest.MonkeyP
             raise RuntimeError("disk full")
         original(**kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("ramem_core.store.chroma._BATCH", 2)
+    monkeypatch.setattr("ramem_core.store.chroma.max_write_batch", lambda store: 2)
     monkeypatch.setattr(collection, "upsert", flaky)
     bigger = Conversation(
         "big",
