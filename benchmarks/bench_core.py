@@ -104,6 +104,14 @@ def synthetic_conversation(turns: int, seed: int = 7) -> Conversation:
     return Conversation("synthetic", tuple(sessions), tuple(NAMES))
 
 
+def write_result(path: str | Path, result: dict[str, Any]) -> None:
+    """Write a benchmark's JSON result (folders made as needed) and say where."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    print(f"\nwrote {out}")
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0-100) of ``values``."""
     return float(np.percentile(np.array(values), q))
@@ -303,10 +311,7 @@ def main() -> None:
             for system in ("ramem", "content"):
                 print(f"{system:>8} " + " ".join(f"{locomo[system][c]:>11.3f}" for c in cats))
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2), encoding="utf-8")
-    print(f"\nwrote {out}")
+    write_result(args.out, results)
 
 
 if __name__ == "__main__":

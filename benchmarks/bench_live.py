@@ -19,7 +19,6 @@ live turns and queries go through the default embedder.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -43,6 +42,7 @@ from bench_core import (  # noqa: E402
     build_scale_store,
     percentile,
     synthetic_conversation,
+    write_result,
 )
 
 from ramem_core import ChromaStore, RaMem  # noqa: E402
@@ -292,10 +292,7 @@ def main() -> None:
                 f"p50 {part['p50_ms']:.1f} ms, p95 {part['p95_ms']:.1f} ms",
                 flush=True,
             )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    print(f"wrote {out}")
+    write_result(args.out, result)
 
 
 if __name__ == "__main__":

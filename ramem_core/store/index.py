@@ -341,7 +341,8 @@ last turns, whose windows grow) until there are this many; then the keys are rew
 # --------------------------------------------------------------------------- the index
 
 
-def _session_key(unit: MemoryUnit) -> tuple[str, str]:
+def session_key(unit: MemoryUnit) -> tuple[str, str]:
+    """A memory's session: (conversation id, session id)."""
     return unit.context.conversation_id, unit.context.session_id
 
 
@@ -387,7 +388,7 @@ class EpisodicIndex:
         self.own_counts = [term_counts(self.tokenize(u.content)) for u in units]
         grouped: dict[tuple[str, str], list[int]] = defaultdict(list)
         for row, unit in enumerate(units):
-            grouped[_session_key(unit)].append(row)
+            grouped[session_key(unit)].append(row)
         # rows of each session in turn order; session number of every row
         self.session_number = {key: number for number, key in enumerate(grouped)}
         self.session_rows = [_in_turn_order(units, rows) for rows in grouped.values()]
@@ -459,7 +460,7 @@ class EpisodicIndex:
         if not self.keys.session_date or not len(rows):
             return {}
         first = units[int(rows[0])]
-        span = self.session_spans.get(_session_key(first), first.context.session_span)
+        span = self.session_spans.get(session_key(first), first.context.session_span)
         return term_counts(_date_words(span))
 
     def _window(
@@ -502,9 +503,7 @@ class EpisodicIndex:
         touched = {int(self.session_of[row]) for row in replaced}
         fresh_sessions: dict[int, list[int]] = defaultdict(list)
         for row in range(n_old, n):
-            number = new.session_number.setdefault(
-                _session_key(units[row]), len(new.session_number)
-            )
+            number = new.session_number.setdefault(session_key(units[row]), len(new.session_number))
             if number == len(new.session_rows):
                 new.session_rows.append(np.zeros(0, dtype=np.int64))
             new.session_of[row] = number

@@ -23,7 +23,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.store.index import EpisodicIndex, EpisodicKeys, Rows
+from ramem_core.store.index import EpisodicIndex, EpisodicKeys, Rows, session_key
 from ramem_core.types import Granularity, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
 Mask = npt.NDArray[np.bool_]
@@ -62,10 +62,6 @@ def _set_span(arrays: SpanArrays, rows: Sequence[int], span: TimeSpan | None) ->
 SessionKey = tuple[str, str]
 
 
-def _session_of(unit: MemoryUnit) -> SessionKey:
-    return unit.context.conversation_id, unit.context.session_id
-
-
 def _union(spans: Sequence[TimeSpan]) -> TimeSpan:
     return TimeSpan(min(s.start for s in spans), max(s.end for s in spans), spans[0].granularity)
 
@@ -80,12 +76,12 @@ def session_spans(units: Sequence[MemoryUnit]) -> dict[SessionKey, TimeSpan]:
     grouped: dict[SessionKey, list[TimeSpan]] = {}
     for unit in units:
         if unit.context.session_span is not None:
-            grouped.setdefault(_session_of(unit), []).append(unit.context.session_span)
+            grouped.setdefault(session_key(unit), []).append(unit.context.session_span)
     return {key: _union(spans) for key, spans in grouped.items()}
 
 
 def _respanned(unit: MemoryUnit, spans: Mapping[SessionKey, TimeSpan]) -> MemoryUnit:
-    span = spans.get(_session_of(unit))
+    span = spans.get(session_key(unit))
     if span is None or span == unit.context.session_span:
         return unit
     return replace(unit, context=replace(unit.context, session_span=span))
@@ -125,13 +121,13 @@ class Snapshot:
         self.position = {u.id: i for i, u in enumerate(self.units)}
         self._session_rows: dict[SessionKey, list[int]] = {}
         for row, unit in enumerate(self.units):
-            self._session_rows.setdefault(_session_of(unit), []).append(row)
-        self.session = _span_arrays([self._session_span.get(_session_of(u)) for u in self.units])
+            self._session_rows.setdefault(session_key(unit), []).append(row)
+        self.session = _span_arrays([self._session_span.get(session_key(u)) for u in self.units])
         self.event = _span_arrays([u.context.event_time for u in self.units])
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
         self._speakers: dict[tuple[str, str], frozenset[str]] = {}
         for unit in self.units:
-            key = (unit.context.conversation_id, unit.context.session_id)
+            key = session_key(unit)
             self._speakers[key] = self._speakers.get(key, frozenset()) | _speaker_names(unit)
         self.ubiquitous = self._ubiquitous()
         people: dict[str, list[int]] = {}
@@ -175,10 +171,10 @@ class Snapshot:
             row = self.position.get(unit.id)
             if row is None:
                 continue
-            if _session_of(unit) != _session_of(self.units[row]):
+            if session_key(unit) != session_key(self.units[row]):
                 return None  # a known unit moved to another session: rebuild
             if unit.context.session_span != self.units[row].context.session_span:
-                respan.add(_session_of(unit))
+                respan.add(session_key(unit))
         units = list(changed)
         replaced: list[tuple[int, MemoryUnit]] = []
         appended: list[MemoryUnit] = []
@@ -214,7 +210,7 @@ class Snapshot:
         new._session_span = spans
         new._session_rows = dict(self._session_rows)
         for i, unit in enumerate(appended, start=n_old):
-            key = _session_of(unit)
+            key = session_key(unit)
             new._session_rows[key] = [*new._session_rows.get(key, ()), i]
         for key in respan:  # a stored span was rewritten: it may also have shrunk
             derived = session_spans([new.units[r] for r in new._session_rows[key]]).get(key)
@@ -224,11 +220,11 @@ class Snapshot:
                 spans[key] = derived
         touched = [row for row, _ in replaced] + list(range(n_old, len(new.units)))
         new.session = _spans_grown(self.session, len(new.units))
-        for key in {_session_of(new.units[row]) for row in touched}:
+        for key in {session_key(new.units[row]) for row in touched}:
             if key not in self._session_span or spans.get(key) != self._session_span[key]:
                 _set_span(new.session, new._session_rows[key], spans.get(key))
         for row in touched:
-            _set_span(new.session, [row], spans.get(_session_of(new.units[row])))
+            _set_span(new.session, [row], spans.get(session_key(new.units[row])))
         new.event = _spans_grown(self.event, len(new.units))
         for row in touched:
             _set_span(new.event, [row], new.units[row].context.event_time)
@@ -238,7 +234,7 @@ class Snapshot:
         new._speakers = dict(self._speakers)
         new._people = dict(self._people)
         for i, unit in enumerate(appended, start=n_old):
-            key = (unit.context.conversation_id, unit.context.session_id)
+            key = session_key(unit)
             new._speakers[key] = new._speakers.get(key, frozenset()) | _speaker_names(unit)
             for name in {p.lower() for p in unit.context.participants}:
                 held = new._people.get(name, np.zeros(0, dtype=np.int64))
