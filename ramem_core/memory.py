@@ -123,9 +123,12 @@ class RaMem:
         self._owns_store = False
 
     def close(self) -> None:
-        """Drop the cached snapshots and, for a memory made by :meth:`open` or
-        :meth:`ephemeral`, close its store (files and connections are released)."""
+        """Write the snapshot files of namespaces changed since they were loaded (a local
+        directory's store), drop the cached snapshots and, for a memory made by :meth:`open`
+        or :meth:`ephemeral`, close its store (files and connections are released)."""
         with self._lock:
+            if not self.store.closed:
+                self.retriever.persist()
             self.retriever.invalidate()
             self._live.clear()
             if self._owns_store:

@@ -27,6 +27,7 @@ import numpy.typing as npt
 from ramem_core.errors import InvalidInputError
 from ramem_core.protocols import Embedder
 from ramem_core.store.chroma import ChromaStore, Version
+from ramem_core.store.files import MIN_MEMORIES, Signature
 from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys, Scores, ranks
 from ramem_core.store.snapshot import Mask, Snapshot
 from ramem_core.temporal import describe
@@ -224,6 +225,7 @@ class _Cached:
     checked: float  # when the version was last compared with the store's (monotonic clock)
     snap: Snapshot
     version: Version  # the store's version the snapshot holds all writes of
+    saved: bool = False  # a snapshot file holds this snapshot
 
 
 class Retriever:
@@ -236,6 +238,11 @@ class Retriever:
     (another worker, process or server client: inserts, edits and deletes alike) makes it
     reload. This process's own writes are folded in at once (:meth:`absorb`). So another
     worker's write is served within ``refresh_seconds``, this process's at once.
+
+    When the store has snapshot files (:attr:`ChromaStore.snapshot_files`, a local directory's
+    store), a snapshot is loaded from its file when the file holds the current version, and
+    written when it was built from Chroma (at least :data:`MIN_MEMORIES` memories) and by
+    :meth:`persist` (``RaMem.close``), so a restarted worker skips the rebuild.
     """
 
     def __init__(
@@ -338,11 +345,35 @@ class Retriever:
             with self._lock:
                 cached.checked = now
             return cached.snap
-        units, vectors = self.store.load(namespace)
-        snap = Snapshot(units, vectors, self.config.keys)
+        files, signature = self.store.snapshot_files, self._signature()
+        snap = files.load(namespace, version, signature) if files is not None else None
+        saved = snap is not None
+        if snap is None:
+            units, vectors = self.store.load(namespace)
+            snap = Snapshot(units, vectors, self.config.keys)
+            if files is not None and len(snap) >= MIN_MEMORIES:
+                saved = files.save(namespace, snap, version, signature)
         with self._lock:
-            self._remember(namespace, _Cached(now, snap, version))
+            self._remember(namespace, _Cached(now, snap, version, saved))
         return snap
+
+    def _signature(self) -> Signature:
+        return Signature(repr(self.config.keys), self.embedder.dimension)
+
+    def persist(self) -> int:
+        """Write the snapshot file of every cached snapshot that has none yet (live writes
+        since it was loaded); returns how many were written."""
+        files = self.store.snapshot_files
+        if files is None:
+            return 0
+        with self._lock:
+            pending = [(ns, c) for ns, c in self._snapshots.items() if not c.saved and len(c.snap)]
+        written = 0
+        for namespace, cached in pending:
+            if files.save(namespace, cached.snap, cached.version, self._signature()):
+                cached.saved = True
+                written += 1
+        return written
 
     def time_range(self, namespace: str) -> TimeSpan | None:
         """Earliest to latest time the namespace's memories know (sessions and events)."""

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from ramem_core.errors import InvalidInputError, StoreError
 from ramem_core.protocols import Embedder
 from ramem_core.store.codec import from_record, to_metadata
+from ramem_core.store.files import SnapshotFiles
 from ramem_core.types import MemoryUnit
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,120}[A-Za-z0-9])?$")
+SNAPSHOT_DIRECTORY = "ramem-snapshots"
+"""Sub-directory of a memory directory holding its snapshot files (:mod:`.files`)."""
 _BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every backend
 Where = Mapping[str, Any]
 Version = frozenset[tuple[str, int]]
@@ -187,6 +190,7 @@ class ChromaStore:
         self.writer = uuid.uuid4().hex
         self._sequence = 0
         self._versions: Collection | None = None
+        self.snapshot_files: SnapshotFiles | None = None  # built snapshots kept on disk
 
     def close(self) -> None:
         """Release the store's files and connections (a no-op the second time).
@@ -239,6 +243,7 @@ class ChromaStore:
             raise
         store = cls(client, embedder, owns_client=True)
         store._directory_lock = lock
+        store.snapshot_files = SnapshotFiles(Path(path) / SNAPSHOT_DIRECTORY)
         return store
 
     @classmethod
@@ -364,6 +369,8 @@ class ChromaStore:
         if namespace in self.namespaces():
             self.client.delete_collection(name)
             self._bump(namespace)
+        if self.snapshot_files is not None:
+            self.snapshot_files.remove(namespace)
 
     # ------------------------------------------------------------------ writes
 

@@ -25,13 +25,13 @@ live session grows.
 
 from __future__ import annotations
 
-import copy
 import re
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -160,7 +160,7 @@ class LexicalIndex:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self._docs: list[dict[str, float] | None] = []
+        self._docs: list[dict[str, float] | None] | FrozenDocs = []
         self._lengths: list[float] = []
         self._postings: dict[str, tuple[list[int], list[float]]] = {}
         self._df: dict[str, int] = defaultdict(int)
@@ -170,6 +170,8 @@ class LexicalIndex:
         self._length_array: npt.NDArray[np.float32] | None = None
         self._dead: list[int] = []
         self._tip = True  # no newer index appended to the shared posting lists yet
+        # posting arrays of an index loaded from a file (read-only; lists made on first append)
+        self._base: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
 
     def evolve(
         self, removed: Iterable[int], added: Sequence[dict[str, float]]
@@ -177,7 +179,8 @@ class LexicalIndex:
         """A new index without the ``removed`` documents and with ``added`` ones appended,
         and the ids of the added ones. This index is left unchanged (copy on write)."""
         new = LexicalIndex(self.k1, self.b)
-        new._docs = list(self._docs)
+        new._docs = self._docs.copy()
+        new._base = self._base
         new._lengths = list(self._lengths)
         if self._tip:
             new._postings = self._postings  # shared, append-only
@@ -216,9 +219,7 @@ class LexicalIndex:
         self._total_length += length
         self._live += 1
         for term, tf in counts.items():
-            entry = self._postings.get(term)
-            if entry is None:
-                entry = self._postings[term] = ([], [])
+            entry = self._entry(term)
             entry[0].append(doc)
             entry[1].append(tf)
             self._df[term] += 1
@@ -228,6 +229,10 @@ class LexicalIndex:
 
     def extend(self, documents: Sequence[dict[str, float]]) -> None:
         """Append many documents at once (a bulk build: one pass, no per-term bookkeeping)."""
+        if self._base:  # loaded from a file: posting lists are made term by term
+            for counts in documents:
+                self.add(counts)
+            return
         postings, df = self._postings, self._df
         doc = len(self._docs)
         for counts in documents:
@@ -265,8 +270,19 @@ class LexicalIndex:
         for term in self._postings:
             self._posting(term)
 
+    def _entry(self, term: str) -> tuple[list[int], list[float]]:
+        """The appendable posting list of ``term`` (made from the loaded arrays if need be)."""
+        entry = self._postings.get(term)
+        if entry is None:
+            base = self._base.get(term)
+            entry = ([], []) if base is None else (base[0].tolist(), base[1].tolist())
+            self._postings[term] = entry
+        return entry
+
     def _posting(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         cached = self._arrays.get(term)
+        if cached is None and term not in self._postings and term in self._base:
+            cached = self._arrays[term] = self._base[term]  # base documents precede every id
         if cached is None:
             docs, tfs = self._postings.get(term, ([], []))
             k = bisect_left(docs, len(self._docs))  # this index's own entries
@@ -294,6 +310,132 @@ class LexicalIndex:
         if self._dead:
             out[self._dead] = 0.0
         return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Columnar state for a snapshot file: posting and document arrays, no per-term or
+        per-document Python objects, so a 100k-document index loads in milliseconds."""
+        terms = sorted({*self._postings, *self._base})
+        postings = [self._posting(term) for term in terms]
+        docs = self._docs
+        n = len(docs)
+        vocabulary = {term: i for i, term in enumerate(terms)}
+        alive = np.ones(n, dtype=bool)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        doc_terms: list[int] = []
+        doc_tfs: list[float] = []
+        for doc in range(n):
+            counts = docs[doc]
+            if counts is None:
+                alive[doc] = False
+            else:
+                doc_terms.extend(vocabulary[t] for t in counts)
+                doc_tfs.extend(counts.values())
+            offsets[doc + 1] = len(doc_terms)
+        return {
+            "k1": self.k1,
+            "b": self.b,
+            "terms": terms,
+            "posting_offsets": np.cumsum([0, *(len(d) for d, _ in postings)]),
+            "posting_docs": np.concatenate([d for d, _ in postings] or [np.zeros(0, np.int64)]),
+            "posting_tfs": np.concatenate([t for _, t in postings] or [np.zeros(0, np.float32)]),
+            "docs": FrozenDocs(
+                terms,
+                offsets,
+                np.asarray(doc_terms, dtype=np.int64),
+                np.asarray(doc_tfs, dtype=np.float64),
+                alive,
+            ),
+            "lengths": np.asarray(self._lengths, dtype=np.float64),
+            "df": dict(self._df),
+            "live": self._live,
+            "total_length": self._total_length,
+            "dead": list(self._dead),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["k1"], state["b"])  # type: ignore[misc]
+        terms, offsets = state["terms"], state["posting_offsets"]
+        docs, tfs = state["posting_docs"], state["posting_tfs"]
+        self._base = {
+            term: (docs[offsets[i] : offsets[i + 1]], tfs[offsets[i] : offsets[i + 1]])
+            for i, term in enumerate(terms)
+        }
+        self._docs = state["docs"]
+        self._lengths = state["lengths"].tolist()
+        self._df = defaultdict(int, state["df"])
+        self._live = state["live"]
+        self._total_length = state["total_length"]
+        self._dead = list(state["dead"])
+
+
+class FrozenDocs:
+    """Documents' term counts held as arrays (an index loaded from a snapshot file), decoded
+    one document at a time; removals and appends are kept beside them.
+
+    Supports what :class:`LexicalIndex` does with its document list: ``len``, indexing,
+    setting a document to ``None`` (removal), ``append`` and ``copy``.
+    """
+
+    __slots__ = ("_alive", "_changed", "_extra", "_offsets", "_terms", "_tfs", "_vocabulary")
+
+    def __init__(
+        self,
+        vocabulary: list[str],
+        offsets: npt.NDArray[np.int64],
+        terms: npt.NDArray[np.int64],
+        tfs: npt.NDArray[np.float64],
+        alive: npt.NDArray[np.bool_],
+    ) -> None:
+        self._vocabulary = vocabulary
+        self._offsets = offsets
+        self._terms = terms
+        self._tfs = tfs
+        self._alive = alive
+        self._changed: dict[int, dict[str, float] | None] = {}
+        self._extra: list[dict[str, float] | None] = []
+
+    def __getstate__(self) -> tuple[object, ...]:
+        if self._changed or self._extra:
+            raise TypeError("only an unchanged FrozenDocs is pickled (LexicalIndex makes one)")
+        return (self._vocabulary, self._offsets, self._terms, self._tfs, self._alive)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
+
+    def __len__(self) -> int:
+        return len(self._alive) + len(self._extra)
+
+    def __getitem__(self, doc: int) -> dict[str, float] | None:
+        n = len(self._alive)
+        if doc >= n:
+            return self._extra[doc - n]
+        if doc in self._changed:
+            return self._changed[doc]
+        if not self._alive[doc]:
+            return None
+        lo, hi = int(self._offsets[doc]), int(self._offsets[doc + 1])
+        words = self._vocabulary
+        return {
+            words[t]: tf
+            for t, tf in zip(self._terms[lo:hi].tolist(), self._tfs[lo:hi].tolist(), strict=True)
+        }
+
+    def __setitem__(self, doc: int, counts: dict[str, float] | None) -> None:
+        n = len(self._alive)
+        if doc >= n:
+            self._extra[doc - n] = counts
+        else:
+            self._changed[doc] = counts
+
+    def append(self, counts: dict[str, float] | None) -> None:
+        self._extra.append(counts)
+
+    def copy(self) -> FrozenDocs:
+        """A copy sharing the arrays (never written) with its own changes."""
+        new = FrozenDocs(self._vocabulary, self._offsets, self._terms, self._tfs, self._alive)
+        new._changed = dict(self._changed)
+        new._extra = list(self._extra)
+        return new
 
 
 # --------------------------------------------------------------------------- row buffers
@@ -491,7 +633,8 @@ class EpisodicIndex:
         Only the sessions those rows belong to are re-keyed; this index is left unchanged.
         """
         n_old, n = len(self.session_of), len(units)
-        new = copy.copy(self)
+        new = EpisodicIndex.__new__(EpisodicIndex)  # not copy.copy: that pickles
+        new.__dict__.update(self.__dict__)
         new.own_counts = self.own_counts + [
             term_counts(self.tokenize(u.content)) for u in units[n_old:]
         ]
@@ -591,6 +734,17 @@ class EpisodicIndex:
                 patch = {}
             new._patch = patch
         return new
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        del state["tokenize"], state["_dense_rows"]  # made again on load
+        state["_patch_arrays"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.tokenize = Tokenizer()
+        self._dense_rows = None if self.dense_keys is None else Rows.of(self.dense_keys)
 
     def lexical_scores(self, query: str) -> Scores:
         """BM25 of every row's lexical key for ``query``."""

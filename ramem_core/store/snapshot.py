@@ -15,14 +15,16 @@ what recall needs on its hot path:
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.store.codec import from_record, to_metadata
 from ramem_core.store.index import EpisodicIndex, EpisodicKeys, Rows, session_key
 from ramem_core.types import Granularity, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
@@ -95,6 +97,113 @@ def _span_arrays(spans: Sequence[TimeSpan | None]) -> SpanArrays:
     )
 
 
+class StoredUnits(Sequence[MemoryUnit]):
+    """Memory units kept as their stored columns (id, content, metadata) and decoded on first
+    access: a snapshot loaded from a file needs only the few units a recall returns.
+
+    Supports what a snapshot does with its unit list: ``len``, indexing and slicing, setting
+    a row, ``extend`` and ``copy`` (a copy shares the columns and the decoded units).
+    """
+
+    __slots__ = ("_contents", "_decoded", "_extra", "_ids", "_metadata", "_set")
+
+    def __init__(self, ids: list[str], contents: list[str], metadata: list[str]) -> None:
+        self._ids = ids
+        self._contents = contents
+        self._metadata = metadata  # JSON of the Chroma metadata (codec.to_metadata)
+        self._decoded: dict[int, MemoryUnit] = {}  # shared by copies: the columns never change
+        self._set: dict[int, MemoryUnit] = {}
+        self._extra: list[MemoryUnit] = []
+
+    @classmethod
+    def of(cls, units: Iterable[MemoryUnit]) -> StoredUnits:
+        """The columns of ``units``."""
+        ids, contents, metadata = [], [], []
+        for unit in units:
+            ids.append(unit.id)
+            contents.append(unit.content)
+            metadata.append(json.dumps(to_metadata(unit), ensure_ascii=False))
+        return cls(ids, contents, metadata)
+
+    def columns(self) -> tuple[list[str], list[str], list[str]]:
+        """Ids, contents and metadata JSON of every unit, changes included."""
+        if not self._set and not self._extra:
+            return self._ids, self._contents, self._metadata
+        changed = StoredUnits.of([*self._set.values(), *self._extra])
+        ids, contents, metadata = list(self._ids), list(self._contents), list(self._metadata)
+        rows = [*self._set, *range(len(self._ids), len(self))]
+        for i, row in enumerate(rows):
+            if row < len(ids):
+                ids[row] = changed._ids[i]
+                contents[row] = changed._contents[i]
+                metadata[row] = changed._metadata[i]
+            else:
+                ids.append(changed._ids[i])
+                contents.append(changed._contents[i])
+                metadata.append(changed._metadata[i])
+        return ids, contents, metadata
+
+    def ids(self) -> list[str]:
+        """Every unit's id, without decoding any unit."""
+        ids = list(self._ids)
+        for row, unit in self._set.items():
+            ids[row] = unit.id
+        return ids + [u.id for u in self._extra]
+
+    def __getstate__(self) -> tuple[list[str], list[str], list[str]]:
+        return self.columns()
+
+    def __setstate__(self, state: tuple[list[str], list[str], list[str]]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
+
+    def __len__(self) -> int:
+        return len(self._ids) + len(self._extra)
+
+    def _at(self, row: int) -> MemoryUnit:
+        if row < 0:
+            row += len(self)
+        if not 0 <= row < len(self):
+            raise IndexError(row)
+        n = len(self._ids)
+        if row >= n:
+            return self._extra[row - n]
+        unit = self._set.get(row) or self._decoded.get(row)
+        if unit is None:
+            meta = json.loads(self._metadata[row])
+            unit = self._decoded[row] = from_record(self._ids[row], self._contents[row], meta)
+        return unit
+
+    @overload
+    def __getitem__(self, row: int) -> MemoryUnit: ...
+    @overload
+    def __getitem__(self, row: slice) -> list[MemoryUnit]: ...
+    def __getitem__(self, row: int | slice) -> MemoryUnit | list[MemoryUnit]:
+        if isinstance(row, slice):
+            return [self._at(i) for i in range(*row.indices(len(self)))]
+        return self._at(int(row))
+
+    def __iter__(self) -> Iterator[MemoryUnit]:
+        return (self._at(i) for i in range(len(self)))
+
+    def __setitem__(self, row: int, unit: MemoryUnit) -> None:
+        n = len(self._ids)
+        if row >= n:
+            self._extra[row - n] = unit
+        else:
+            self._set[row] = unit
+
+    def extend(self, units: Iterable[MemoryUnit]) -> None:
+        self._extra.extend(units)
+
+    def copy(self) -> StoredUnits:
+        new = StoredUnits.__new__(StoredUnits)
+        new._ids, new._contents, new._metadata = self._ids, self._contents, self._metadata
+        new._decoded = self._decoded
+        new._set = dict(self._set)
+        new._extra = list(self._extra)
+        return new
+
+
 class Snapshot:
     """Units, vectors, episodic arrays and the episodic index of one namespace.
 
@@ -114,7 +223,7 @@ class Snapshot:
         vectors: npt.NDArray[np.float32] | None = None,
         keys: EpisodicKeys | None = None,
     ) -> None:
-        self.units = list(units)
+        self.units: list[MemoryUnit] | StoredUnits = list(units)
         self._session_span = session_spans(self.units)
         self.vectors = vectors
         self._vector_rows = None if vectors is None else Rows.of(vectors)
@@ -141,6 +250,22 @@ class Snapshot:
 
     def __len__(self) -> int:
         return len(self.units)
+
+    def __getstate__(self) -> dict[str, object]:
+        """What a snapshot file holds: units as columns (decoded on access after loading),
+        arrays and the index in their columnar forms; buffers and lookups are made on load."""
+        state = dict(self.__dict__)
+        units = self.units
+        state["units"] = units if isinstance(units, StoredUnits) else StoredUnits.of(units)
+        del state["_vector_rows"], state["position"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._vector_rows = None if self.vectors is None else Rows.of(self.vectors)
+        units = self.units
+        ids = units.ids() if isinstance(units, StoredUnits) else [u.id for u in units]
+        self.position = {unit_id: row for row, unit_id in enumerate(ids)}
 
     def unit(self, row: int) -> MemoryUnit:
         """The memory at ``row`` with its whole session's span."""
@@ -196,11 +321,12 @@ class Snapshot:
                 return None
             replaced.append((row, unit))
         n_old = len(self.units)
-        new = copy.copy(self)
-        new.units = list(self.units)
+        new = Snapshot.__new__(Snapshot)  # not copy.copy: that pickles
+        new.__dict__.update(self.__dict__)
+        new.units = self.units.copy()
         for row, unit in replaced:
             new.units[row] = unit
-        new.units += appended
+        new.units.extend(appended)
         dimension = self.vectors.shape[1]
         rows = np.asarray([vectors[u.id] for u in appended], dtype=np.float32)
         assert self._vector_rows is not None

@@ -242,11 +242,15 @@ def _by_id(snapshot, values) -> dict[str, float]:
     return {u.id: float(v) for u, v in zip(snapshot.units, values, strict=True)}
 
 
+@pytest.mark.parametrize("reload", [False, True], ids=["in-memory", "reloaded"])
 @pytest.mark.parametrize("patch_limit", [512, 1], ids=["patched", "rewritten"])
 @pytest.mark.parametrize("own_spans", [False, True], ids=["whole-session", "own-spans"])
 def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
-    own_spans: bool, patch_limit: int, monkeypatch: pytest.MonkeyPatch
+    own_spans: bool, patch_limit: int, reload: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """``reload``: every version goes through a snapshot file's form (pickled and loaded)
+    before it is updated, as after a restart: columnar units and postings must evolve alike."""
+    import pickle
     from ramem_core.retrieval import RetrievalConfig, Retriever
     from ramem_core.store import index
     from ramem_core.store.snapshot import Snapshot
@@ -260,6 +264,8 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
     versions = [Snapshot(history, embedder.embed([u.content for u in history]), keys)]
     for step, _ in steps:
         new = step[-1]
+        if reload:
+            versions[-1] = pickle.loads(pickle.dumps(versions[-1], protocol=5))
         updated = versions[-1].updated(step, {new.id: embedder.embed([new.content])[0]})
         assert updated is not None  # an append: no rebuild
         versions.append(updated)

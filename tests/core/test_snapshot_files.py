@@ -1,0 +1,236 @@
+"""Snapshot files: a restarted worker loads its snapshot instead of rebuilding it, and never
+serves a file that is behind the store."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ramem_core import ChromaStore, RaMem, RetrievalConfig
+from ramem_core.store.files import Signature, SnapshotFiles
+from ramem_core.store.index import EpisodicKeys, LexicalIndex
+from ramem_core.store.snapshot import Snapshot, StoredUnits
+from ramem_core.testing import HashEmbedder
+from tests.conftest import two_trips
+
+QUERIES = [
+    "What did Alice eat on the trip to Lisbon?",
+    "What did the doctor say in March?",
+    "What happened after the second trip?",
+]
+
+
+def _open(path: Path, **kwargs: object) -> RaMem:
+    return RaMem.open(path, embedder=HashEmbedder(), **kwargs)  # type: ignore[arg-type]
+
+
+def _answers(memory: RaMem) -> list[list[tuple[str, bool]]]:
+    return [[(e.unit.id, e.contextual) for e in memory.recall(q, k=5)] for q in QUERIES]
+
+
+def _no_chroma_load(memory: RaMem, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(namespace: str) -> None:
+        raise AssertionError(f"loaded {namespace!r} from Chroma, not from its snapshot file")
+
+    monkeypatch.setattr(memory.store, "load", refuse)
+
+
+def test_a_reopened_memory_answers_from_its_snapshot_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        memory.add_turn("Alice", "I booked a pottery class for Friday.", at=datetime(2023, 11, 3))
+        before = _answers(memory)
+    with _open(tmp_path) as memory:
+        _no_chroma_load(memory, monkeypatch)
+        assert _answers(memory) == before
+        # a loaded snapshot takes live turns like a built one
+        memory.add_turn("Alice", "The pottery class was fun.", at=datetime(2023, 11, 10))
+        assert memory.recall("pottery class fun", k=1)[0].unit.content.endswith("was fun.")
+    with _open(tmp_path) as memory:  # written again at close: the new turn is in the file
+        _no_chroma_load(memory, monkeypatch)
+        assert memory.recall("pottery class fun", k=1)[0].unit.content.endswith("was fun.")
+
+
+def test_a_file_behind_the_store_is_never_served(tmp_path: Path) -> None:
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        doomed = memory.recall("sardines", k=1)[0].unit.id
+    # a writer that dies without close(): its delete is in Chroma, not in the file
+    crashed = _open(tmp_path)
+    crashed.delete(unit_ids=[doomed])
+    crashed.store.close()
+    with _open(tmp_path) as memory:
+        assert doomed not in {e.unit.id for q in QUERIES for e in memory.recall(q, k=50)}
+        assert doomed not in {e.unit.id for e in memory.recall("sardines", k=50)}
+
+
+def test_a_damaged_file_is_ignored_and_replaced(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        before = _answers(memory)
+    files = SnapshotFiles(tmp_path / "ramem-snapshots")
+    path = files.path("default")
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a torn copy
+    with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
+        assert _answers(memory) == before
+    assert "unreadable snapshot file" in caplog.text
+
+
+def test_a_file_built_with_other_keys_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+    other = RetrievalConfig(keys=EpisodicKeys(neighbours=(0.7,)))
+    with _open(tmp_path, config=other) as memory:
+        loads = []
+        load = memory.store.load
+        monkeypatch.setattr(memory.store, "load", lambda ns: loads.append(ns) or load(ns))
+        memory.recall(QUERIES[0])
+        assert loads == ["default"]
+
+
+def test_files_hold_one_namespace_each_and_go_with_a_drop(tmp_path: Path) -> None:
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips(), namespace="alice")
+        memory.add_conversation(two_trips(), namespace="bob")
+        memory.recall(QUERIES[0], namespace="alice")
+        memory.recall(QUERIES[0], namespace="bob")
+    files = SnapshotFiles(tmp_path / "ramem-snapshots")
+    assert files.path("alice").exists() and files.path("bob").exists()
+    assert files.path("alice") != files.path("bob")
+    with _open(tmp_path) as memory:
+        memory.store.drop("bob")
+    assert not files.path("bob").exists()
+
+
+def test_a_big_snapshot_is_written_when_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ramem_core.retrieval import Retriever
+
+    memory = _open(tmp_path)
+    memory.add_conversation(two_trips())
+    memory.retriever.invalidate()
+    monkeypatch.setattr("ramem_core.retrieval.MIN_MEMORIES", 1)
+    memory.recall(QUERIES[0])  # built from Chroma now
+    files = SnapshotFiles(tmp_path / "ramem-snapshots")
+    assert files.path("default").exists()  # before any close: a crash keeps it
+    retriever = Retriever(memory.store, memory.embedder)
+    assert retriever.persist() == 0  # nothing cached there, nothing to write
+    memory.close()
+
+
+def test_files_are_only_for_a_local_directory() -> None:
+    memory = RaMem.ephemeral(embedder=HashEmbedder())
+    assert memory.store.snapshot_files is None
+    memory.add_conversation(two_trips())
+    assert memory.retriever.persist() == 0
+    memory.close()
+
+
+def test_a_file_holds_the_version_and_settings_it_was_built_with(tmp_path: Path) -> None:
+    units = [u for u in _units()]
+    snap = Snapshot(units, HashEmbedder().embed([u.content for u in units]))
+    files = SnapshotFiles(tmp_path)
+    signature = Signature(repr(EpisodicKeys()), HashEmbedder().dimension)
+    version = frozenset({("w1", 3)})
+    assert files.save("ns", snap, version, signature)
+    assert files.load("ns", version, signature) is not None
+    assert files.load("ns", frozenset({("w1", 4)}), signature) is None
+    assert files.load("ns", version, Signature(signature.keys, signature.dimension + 1)) is None
+    assert files.load("other", version, signature) is None
+    assert list(tmp_path.iterdir()) == [files.path("ns")]  # no temporary file left
+
+
+def _units():
+    from ramem_core import RuleAnchorer
+
+    return RuleAnchorer().anchor(two_trips())
+
+
+def test_stored_units_decode_on_access_and_copies_keep_their_changes() -> None:
+    from dataclasses import replace
+
+    units = _units()
+    stored = pickle.loads(pickle.dumps(StoredUnits.of(units)))
+    assert len(stored) == len(units)
+    assert stored[0] == units[0] and stored[-1] == units[-1]
+    assert stored[1:3] == units[1:3]
+    assert list(stored) == units
+    copy = stored.copy()
+    edited = replace(units[0], content="changed")
+    copy[0] = edited
+    copy.extend([edited])
+    assert stored[0] == units[0] and len(stored) == len(units)  # the original is untouched
+    assert copy[0] == edited and copy[len(units)] == edited
+    assert list(pickle.loads(pickle.dumps(copy))) == [edited, *units[1:], edited]
+    assert copy.ids() == [edited.id, *(u.id for u in units[1:]), edited.id]
+    with pytest.raises(IndexError):
+        stored[len(units)]
+
+
+def test_a_loaded_lexical_index_scores_removes_and_appends_like_the_original() -> None:
+    docs = [{"pottery": 1.0, "class": 2.0}, {"river": 1.0}, {"pottery": 0.5, "river": 3.0}]
+    index = LexicalIndex()
+    index.extend(docs)
+    index.remove(1)
+    loaded = pickle.loads(pickle.dumps(index))
+    query = ["pottery", "river", "class"]
+    np.testing.assert_allclose(loaded.scores(query), index.scores(query))
+    assert [loaded.document(i) for i in range(3)] == [docs[0], None, docs[2]]
+    for one in (index, loaded):  # the same changes on both
+        one.remove(0)
+        one.add({"class": 1.0, "river": 1.0})
+    np.testing.assert_allclose(loaded.scores(query), index.scores(query))
+    # evolving a loaded index leaves it as it was, like any other
+    before = loaded.scores(query)
+    evolved, [new] = loaded.evolve([2], [{"pottery": 4.0}])
+    np.testing.assert_allclose(loaded.scores(query), before)
+    assert evolved.scores(["pottery"])[new] > 0 and evolved.scores(["pottery"])[2] == 0.0
+    again = pickle.loads(pickle.dumps(evolved))  # a loaded index that changed saves whole
+    np.testing.assert_allclose(again.scores(query), evolved.scores(query))
+
+
+def test_a_store_on_a_server_has_no_files() -> None:
+    store = ChromaStore.ephemeral(HashEmbedder())
+    assert store.snapshot_files is None
+
+
+def test_an_update_neither_encodes_units_nor_copies_its_buffers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Snapshots define __getstate__ for files; a live update must not go through it (a
+    copy.copy would encode every unit and drop the buffers' spare rows at each turn)."""
+    from dataclasses import replace
+
+    from ramem_core.store import snapshot as snapshot_module
+
+    embedder = HashEmbedder()
+    units = _units()
+    snap = Snapshot(units, embedder.embed([u.content for u in units]))
+
+    def refuse(unit: object) -> None:
+        raise AssertionError("a live update encoded a unit")
+
+    monkeypatch.setattr(snapshot_module, "to_metadata", refuse)
+    versions = [snap]
+    for i in range(3):
+        new = replace(units[-1], id=f"new-{i}", content=f"a new turn {i} about pottery")
+        new = replace(new, context=replace(new.context, turn_index=100 + i))
+        updated = versions[-1].updated([new], {new.id: embedder.embed([new.content])[0]})
+        assert updated is not None
+        versions.append(updated)
+    # after the first append the buffers have spare rows: later appends write into them
+    assert versions[2]._vector_rows is versions[3]._vector_rows
+    assert versions[2].index._dense_rows is versions[3].index._dense_rows
+    assert versions[2].index.tokenize is versions[3].index.tokenize
