@@ -363,7 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--ablate",
         help="comma-separated: shuffle-context, no-session, no-context-ranking, no-keys, "
-        "no-neighbours, no-session-doc, no-window, no-date, no-own, no-context-synthesis",
+        "no-neighbours, no-session-doc, no-window, no-date, no-own, no-speaker, "
+        "no-context-synthesis",
     )
     p.add_argument("--limit", type=_positive, help="at most this many questions (smoke runs)")
     p.add_argument("--out", default="results/eval", help="output directory")

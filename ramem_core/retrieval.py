@@ -391,7 +391,8 @@ class Retriever:
 
         Reciprocal-rank fusion of the dense ranking (``cos(turn) + cos(window)``) and the
         lexical ranking (BM25 of the episodic keys), plus each memory's share of its session's
-        lexical rank and the weighted ranks of its own content (see :class:`EpisodicKeys`).
+        lexical rank, a bonus when the query names its speaker and the weighted ranks of its
+        own content (see :class:`EpisodicKeys`).
         """
         cfg, index = self.config, snap.index
         fused = np.zeros(len(snap), dtype=np.float32)
@@ -403,6 +404,9 @@ class Retriever:
             lexical = index.lexical_scores(text)
             fused += 1.0 / (cfg.rrf_k + 1 + ranks(lexical, cfg.depth))
             fused += index.session_bonus(text, cfg.rrf_k)
+        speaker = index.speaker_bonus(text, cfg.rrf_k)
+        if speaker is not None:
+            fused += speaker
         if cfg.keys.own_weight > 0:
             # the memory's own content re-ranks the episodic candidates: beyond the top
             # ``depth`` every memory sits in the tail of the own rankings anyway

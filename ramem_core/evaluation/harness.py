@@ -9,9 +9,9 @@ Every system reads the same stored units; they differ only in their retrieval co
 Ablations are configurations too: ``shuffle-context`` (episodic contexts permuted among units,
 contents kept; stored in a second namespace), ``no-session`` (session spans unused),
 ``no-context-ranking`` (the recall frame unused), ``no-keys`` (no episodic keys: the frame
-alone), ``no-neighbours``, ``no-session-doc``, ``no-window``, ``no-date`` and ``no-own`` (one
-episodic key part off each) and ``no-context-synthesis`` (the generator gets plain text;
-differs from ``ramem`` only in tokens and answers).
+alone), ``no-neighbours``, ``no-session-doc``, ``no-window``, ``no-date``, ``no-own`` and
+``no-speaker`` (one episodic key part off each) and ``no-context-synthesis`` (the generator
+gets plain text; differs from ``ramem`` only in tokens and answers).
 
 Every "RaMem minus content-only" figure comes with a paired bootstrap 95% interval over
 questions, overall and per category / question type; LoCoMo figures are also given for the
@@ -68,6 +68,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-window": RetrievalConfig(keys=EpisodicKeys(window=0)),
     "no-date": RetrievalConfig(keys=EpisodicKeys(session_date=False)),
     "no-own": RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)),
+    "no-speaker": RetrievalConfig(keys=EpisodicKeys(speaker_weight=0.0)),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

@@ -16,10 +16,11 @@ what recall needs on its hot path:
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import overload
+from typing import SupportsIndex, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -174,13 +175,13 @@ class StoredUnits(Sequence[MemoryUnit]):
         return unit
 
     @overload
-    def __getitem__(self, row: int) -> MemoryUnit: ...
+    def __getitem__(self, row: SupportsIndex) -> MemoryUnit: ...
     @overload
     def __getitem__(self, row: slice) -> list[MemoryUnit]: ...
-    def __getitem__(self, row: int | slice) -> MemoryUnit | list[MemoryUnit]:
+    def __getitem__(self, row: SupportsIndex | slice) -> MemoryUnit | list[MemoryUnit]:
         if isinstance(row, slice):
             return [self._at(i) for i in range(*row.indices(len(self)))]
-        return self._at(int(row))
+        return self._at(operator.index(row))
 
     def __iter__(self) -> Iterator[MemoryUnit]:
         return (self._at(i) for i in range(len(self)))

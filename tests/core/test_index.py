@@ -251,6 +251,7 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
     """``reload``: every version goes through a snapshot file's form (pickled and loaded)
     before it is updated, as after a restart: columnar units and postings must evolve alike."""
     import pickle
+
     from ramem_core.retrieval import RetrievalConfig, Retriever
     from ramem_core.store import index
     from ramem_core.store.snapshot import Snapshot
@@ -278,6 +279,7 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
         "next week",
         "what happened in august",  # the session's date words (a late turn moves its month)
         "september 2023",
+        "what did the user say about pottery",  # names a speaker: the speaker bonus
     ]
     # every version, queried only now, still answers for its own units (copy on write)
     totals = [history, *(history + so_far for _, so_far in steps)]
@@ -354,3 +356,40 @@ def test_two_updates_of_one_snapshot_never_share_their_new_rows() -> None:
     )
     assert base.vectors is not None
     assert len(base.vectors) == len(history)
+
+
+def test_a_memory_said_by_the_person_the_query_names_ranks_first() -> None:
+    from dataclasses import replace
+
+    from ramem_core.retrieval import RetrievalConfig, Retriever
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    def said(uid: str, session: str, speaker: str) -> MemoryUnit:
+        unit = _unit(uid, session, 0, "I painted a sunset over the lake.")
+        return MemoryUnit(uid, unit.content, replace(unit.context, speaker=speaker))
+
+    # the same words thrice; Melanie's first, so ties would go her way
+    units = [said("mel", "B", "Melanie"), said("ben", "A", "Ben"), said("both", "C", "Ann, Ben")]
+    embedder = HashEmbedder()
+    vectors = embedder.embed([u.content for u in units])
+    retriever = Retriever.__new__(Retriever)
+    query = "What has Ben painted?"
+    for weight in (0.5, 0.0):
+        retriever.config = RetrievalConfig(keys=EpisodicKeys(speaker_weight=weight))
+        snap = Snapshot(units, vectors, retriever.config.keys)
+        fused = retriever.rank(snap, query, embedder.embed([query])[0]).fused
+        if weight:
+            assert fused[1] > fused[0]  # Ben's sunset above Melanie's identical one
+            assert fused[2] > fused[0]  # "Ann, Ben": said by Ben too
+        else:
+            assert fused[0] >= fused[1]
+    snap = Snapshot(units, vectors, EpisodicKeys(speaker_weight=0.5))
+    both = snap.index.speaker_bonus("What has melanie's friend Ben painted?", 60)
+    assert both is not None
+    np.testing.assert_allclose(both, [0.5 / 61] * 3)  # once per memory, not once per name
+    assert snap.index.speaker_bonus("What has Carol painted?", 60) is None
+    assert (
+        Snapshot(units, vectors, EpisodicKeys(speaker_weight=0)).index.speaker_bonus(query, 60)
+        is None
+    )

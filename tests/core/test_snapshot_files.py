@@ -94,7 +94,12 @@ def test_a_file_built_with_other_keys_is_not_used(
     with _open(tmp_path, config=other) as memory:
         loads = []
         load = memory.store.load
-        monkeypatch.setattr(memory.store, "load", lambda ns: loads.append(ns) or load(ns))
+
+        def counted(namespace: str):
+            loads.append(namespace)
+            return load(namespace)
+
+        monkeypatch.setattr(memory.store, "load", counted)
         memory.recall(QUERIES[0])
         assert loads == ["default"]
 
@@ -106,7 +111,8 @@ def test_files_hold_one_namespace_each_and_go_with_a_drop(tmp_path: Path) -> Non
         memory.recall(QUERIES[0], namespace="alice")
         memory.recall(QUERIES[0], namespace="bob")
     files = SnapshotFiles(tmp_path / "ramem-snapshots")
-    assert files.path("alice").exists() and files.path("bob").exists()
+    assert files.path("alice").exists()
+    assert files.path("bob").exists()
     assert files.path("alice") != files.path("bob")
     with _open(tmp_path) as memory:
         memory.store.drop("bob")
@@ -139,7 +145,7 @@ def test_files_are_only_for_a_local_directory() -> None:
 
 
 def test_a_file_holds_the_version_and_settings_it_was_built_with(tmp_path: Path) -> None:
-    units = [u for u in _units()]
+    units = list(_units())
     snap = Snapshot(units, HashEmbedder().embed([u.content for u in units]))
     files = SnapshotFiles(tmp_path)
     signature = Signature(repr(EpisodicKeys()), HashEmbedder().dimension)
@@ -164,15 +170,18 @@ def test_stored_units_decode_on_access_and_copies_keep_their_changes() -> None:
     units = _units()
     stored = pickle.loads(pickle.dumps(StoredUnits.of(units)))
     assert len(stored) == len(units)
-    assert stored[0] == units[0] and stored[-1] == units[-1]
+    assert stored[0] == units[0]
+    assert stored[-1] == units[-1]
     assert stored[1:3] == units[1:3]
     assert list(stored) == units
     copy = stored.copy()
     edited = replace(units[0], content="changed")
     copy[0] = edited
     copy.extend([edited])
-    assert stored[0] == units[0] and len(stored) == len(units)  # the original is untouched
-    assert copy[0] == edited and copy[len(units)] == edited
+    assert stored[0] == units[0]
+    assert len(stored) == len(units)
+    assert copy[0] == edited
+    assert copy[len(units)] == edited
     assert list(pickle.loads(pickle.dumps(copy))) == [edited, *units[1:], edited]
     assert copy.ids() == [edited.id, *(u.id for u in units[1:]), edited.id]
     with pytest.raises(IndexError):
@@ -196,7 +205,8 @@ def test_a_loaded_lexical_index_scores_removes_and_appends_like_the_original() -
     before = loaded.scores(query)
     evolved, [new] = loaded.evolve([2], [{"pottery": 4.0}])
     np.testing.assert_allclose(loaded.scores(query), before)
-    assert evolved.scores(["pottery"])[new] > 0 and evolved.scores(["pottery"])[2] == 0.0
+    assert evolved.scores(["pottery"])[new] > 0
+    assert evolved.scores(["pottery"])[2] == 0.0
     again = pickle.loads(pickle.dumps(evolved))  # a loaded index that changed saves whole
     np.testing.assert_allclose(again.scores(query), evolved.scores(query))
 
