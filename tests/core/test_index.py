@@ -385,7 +385,7 @@ def test_a_memory_said_by_the_person_the_query_names_ranks_first() -> None:
         else:
             assert fused[0] >= fused[1]
     snap = Snapshot(units, vectors, EpisodicKeys(speaker_weight=0.5))
-    both = snap.index.speaker_bonus("What has melanie's friend Ben painted?", 60)
+    both = snap.index.speaker_bonus("What have melanie's friends Ann and Ben painted?", 60)
     assert both is not None
     np.testing.assert_allclose(both, [0.5 / 61] * 3)  # once per memory, not once per name
     assert snap.index.speaker_bonus("What has Carol painted?", 60) is None

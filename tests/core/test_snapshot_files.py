@@ -90,6 +90,8 @@ def test_a_file_built_with_other_keys_is_not_used(
 ) -> None:
     with _open(tmp_path) as memory:
         memory.add_conversation(two_trips())
+        memory.recall(QUERIES[0])
+    assert SnapshotFiles(tmp_path / "ramem-snapshots").path("default").exists()
     other = RetrievalConfig(keys=EpisodicKeys(neighbours=(0.7,)))
     with _open(tmp_path, config=other) as memory:
         loads = []
@@ -205,6 +207,8 @@ def test_a_loaded_lexical_index_scores_removes_and_appends_like_the_original() -
     before = loaded.scores(query)
     evolved, [new] = loaded.evolve([2], [{"pottery": 4.0}])
     np.testing.assert_allclose(loaded.scores(query), before)
+    assert loaded.document(2) == docs[2]  # its removal is the evolved index's alone
+    assert evolved.document(2) is None
     assert evolved.scores(["pottery"])[new] > 0
     assert evolved.scores(["pottery"])[2] == 0.0
     again = pickle.loads(pickle.dumps(evolved))  # a loaded index that changed saves whole
