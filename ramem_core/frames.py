@@ -58,6 +58,21 @@ _DISTANCE = re.compile(
 )
 
 
+# "When did ...", "What year did ...", "How long ago ...": the question asks for a time, so
+# its evidence is a memory that says when (an event time or a time it mentions).
+_ASKS_TIME = re.compile(
+    r"^\W*(?:when\b|(?:(?:on|in|at)\s+)?(?:what|which)\s+(?:time|date|day|year|month)\b"
+    r"|how\s+long\s+ago\b)",
+    re.IGNORECASE,
+)
+
+
+def asks_for_time(query: str) -> bool:
+    """True when ``query`` asks *when* something happened ("When did Ana move?", "In which
+    year ...", "How long ago ..."): its evidence must say when."""
+    return _ASKS_TIME.search(query) is not None
+
+
 def _relation_of(m: re.Match[str]) -> Relation:
     return _RELATION_WORDS[" ".join(m.group("rel").lower().split())]
 

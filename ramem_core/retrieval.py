@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ramem_core.errors import InvalidInputError
+from ramem_core.frames import asks_for_time
 from ramem_core.protocols import Embedder
 from ramem_core.store.chroma import ChromaStore, Version
 from ramem_core.store.files import MIN_MEMORIES, Signature
@@ -59,6 +60,13 @@ class RetrievalConfig:
         window_padding: a frame's time windows are widened by this much on each side
             (LongMemEval's reference implementation pads by two days).
         anchor_min_similarity: cosine needed to accept a memory as a relation's anchor event.
+        time_weight: when the query asks *when* (:func:`~ramem_core.frames.asks_for_time`),
+            memories that say when (an event time or a mentioned time) gain
+            ``time_weight / (rrf_k + 1)``; part of the frame (off with ``context_ranking``).
+            In LoCoMo conv-26/30/41, 76% of the evidence turns of temporal questions mention a
+            time, against 10% of all turns. 0.5: R@5 0.682 / 0.691 / 0.696 / 0.688 for
+            0 / 0.25 / 0.5 / 1 (temporal R@5 0.861 -> 0.922, D@1 0.308 -> 0.295); R@10 flat
+            (0.781-0.784).
     """
 
     keys: EpisodicKeys = field(default_factory=EpisodicKeys)
@@ -71,10 +79,14 @@ class RetrievalConfig:
     validity_pool: int = 20
     window_padding: timedelta = timedelta(days=2)
     anchor_min_similarity: float = 0.35
+    time_weight: float = 0.5
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
             msg = "retrieval needs dense or lexical retrieval switched on"
+            raise InvalidInputError(msg)
+        if self.time_weight < 0:
+            msg = f"time_weight must not be negative, got {self.time_weight}"
             raise InvalidInputError(msg)
         if self.validity_pool < 1 or self.depth < 1 or self.rrf_k < 0:
             msg = f"validity_pool and depth must be positive, rrf_k non-negative: {self}"
@@ -455,6 +467,11 @@ class Retriever:
         conditions = Conditions.of(frame, cfg.session_context, cfg.window_padding)
         vector = self.embedder.embed([frame.query])[0]
         ranking = self.rank(snap, frame.query, vector)
+        if cfg.context_ranking and cfg.time_weight > 0 and asks_for_time(frame.query):
+            bonus = np.where(snap.timed, cfg.time_weight / (cfg.rrf_k + 1), 0.0)
+            ranking = Ranking(
+                ranking.fused + bonus.astype(np.float32), ranking.dense, ranking.lexical
+            )
         order = ranking.top(max(k, cfg.validity_pool))
         valid: list[int] = []
         if conditions and cfg.context_ranking:

@@ -10,8 +10,9 @@ Ablations are configurations too: ``shuffle-context`` (episodic contexts permute
 contents kept; stored in a second namespace), ``no-session`` (session spans unused),
 ``no-context-ranking`` (the recall frame unused), ``no-keys`` (no episodic keys: the frame
 alone), ``no-neighbours``, ``no-session-doc``, ``no-window``, ``no-date``, ``no-own`` and
-``no-speaker`` (one episodic key part off each) and ``no-context-synthesis`` (the generator
-gets plain text; differs from ``ramem`` only in tokens and answers).
+``no-speaker`` (one episodic key part off each), ``no-when`` (no bonus for memories that say
+when, on questions asking when) and ``no-context-synthesis`` (the generator gets plain text;
+differs from ``ramem`` only in tokens and answers).
 
 Every "RaMem minus content-only" figure comes with a paired bootstrap 95% interval over
 questions, overall and per category / question type; LoCoMo figures are also given for the
@@ -69,6 +70,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-date": RetrievalConfig(keys=EpisodicKeys(session_date=False)),
     "no-own": RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)),
     "no-speaker": RetrievalConfig(keys=EpisodicKeys(speaker_weight=0.0)),
+    "no-when": RetrievalConfig(time_weight=0.0),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

@@ -234,6 +234,8 @@ class Snapshot:
             self._session_rows.setdefault(session_key(unit), []).append(row)
         self.session = _span_arrays([self._session_span.get(session_key(u)) for u in self.units])
         self.event = _span_arrays([u.context.event_time for u in self.units])
+        mentions = np.array([bool(u.context.mentions) for u in self.units], dtype=bool)
+        self.timed: Mask = self.event.known | mentions  # says when: an event or mentioned time
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
         self._speakers: dict[tuple[str, str], frozenset[str]] = {}
         for unit in self.units:
@@ -353,8 +355,11 @@ class Snapshot:
         for row in touched:
             _set_span(new.session, [row], spans.get(session_key(new.units[row])))
         new.event = _spans_grown(self.event, len(new.units))
+        new.timed = np.concatenate([self.timed, np.zeros(len(appended), dtype=bool)])
         for row in touched:
             _set_span(new.event, [row], new.units[row].context.event_time)
+            context = new.units[row].context
+            new.timed[row] = context.event_time is not None or bool(context.mentions)
         added = {p for u in appended for p in u.context.participants}
         if not added <= set(self.names):
             new.names = tuple(sorted(set(self.names) | added))

@@ -213,3 +213,24 @@ def test_relation_to_an_unknown_event_is_dropped_not_guessed() -> None:
     assert frame.times[0].relation is Relation.AFTER
     assert "not found" in frame.times[0].reason
     assert frame.need == frame.query
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("When did Caroline go to the LGBTQ support group?", True),
+        ("when's the party?", True),
+        ("In what year did Maria move?", True),
+        ("Which month did they adopt the dog?", True),
+        ("What date is the concert?", True),
+        ("How long ago did Jon start the job?", True),
+        ("What did Melanie paint?", False),
+        ("How many days before the meeting did I attend the workshop?", False),
+        ("Where was Ben when it rained?", False),
+        ("What time-saving tips did I get?", True),  # a known false positive: a soft bonus
+    ],
+)
+def test_questions_asking_when_are_recognised(query: str, asks: bool) -> None:
+    from ramem_core.frames import asks_for_time
+
+    assert asks_for_time(query) is asks

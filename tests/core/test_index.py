@@ -301,6 +301,8 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
                 got = _by_id(version, getattr(getattr(version, spans), field))
                 want = _by_id(fresh, getattr(getattr(fresh, spans), field))
                 assert got == want, f"{spans}.{field}"
+        assert _by_id(version, version.timed) == _by_id(fresh, fresh.timed)
+        assert any(fresh.timed)
         assert version.time_range == fresh.time_range
         assert version.last_session_end == fresh.last_session_end
         assert version.names == fresh.names

@@ -411,3 +411,41 @@ def test_an_anchor_event_is_located_only_when_dense_and_lexical_agree(tmp_path: 
     phrase = "holiday zebra quartz violin mango"
     assert memory.retriever.snapshot("default").index.lexical_scores(phrase).max() > 0
     assert memory.retriever.locate("default", phrase) is None
+
+
+def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem) -> None:
+    # two sessions tell of the same move; only one turn says when it happened
+    memory.add_conversation(
+        Conversation(
+            "c",
+            (
+                Session(
+                    "A",
+                    (
+                        Turn(
+                            "A:1",
+                            "Ana",
+                            "Ana moved to Lisbon. Ana loves Lisbon, the move was good.",
+                        ),
+                    ),
+                    datetime(2023, 3, 5),
+                ),
+                Session(
+                    "B",
+                    (Turn("B:1", "Ana", "I moved there last week with my cat."),),
+                    datetime(2023, 3, 12),
+                ),
+            ),
+        )
+    )
+    said_when = {"B:1"}
+
+    def first(config: RetrievalConfig, query: str) -> set[str]:
+        return set(RaMem(memory.store, config=config).recall(query, k=1)[0].unit.source_ids)
+
+    no_bonus = RetrievalConfig(time_weight=0.0)
+    assert first(no_bonus, "When did Ana move to Lisbon?") != said_when  # content prefers A
+    assert first(RetrievalConfig(), "When did Ana move to Lisbon?") == said_when
+    assert first(RetrievalConfig(), "Where did Ana move to, Lisbon?") != said_when  # not "when"
+    frame_off = RetrievalConfig(context_ranking=False)
+    assert first(frame_off, "When did Ana move to Lisbon?") != said_when  # part of the frame
