@@ -1,6 +1,6 @@
 """Choose retrieval constants on the *choose* parts of the dev data, never the report parts.
 
-    python benchmarks/tune_retrieval.py                 # validity_pool and the dense window
+    python benchmarks/tune_retrieval.py   # validity_pool, window, own, speaker and time weights
 
 LoCoMo: conv-26/30/41 (conv-42/43 are kept for reporting). LongMemEval_S: dev30 (dev60 is
 kept for reporting). Prints a table per constant and writes ``results/tune_retrieval.json``.
@@ -33,7 +33,7 @@ def _run(configs: dict[str, RetrievalConfig], locomo: Path, lme: Path, out: Path
     harness.ABLATIONS.update(configs)  # each candidate setting is evaluated as an "ablation"
     names = tuple(configs)
     lo = harness.evaluate_locomo(
-        locomo, out / "locomo", EvalOptions(systems=("content",), ks=(10,), ablations=names)
+        locomo, out / "locomo", EvalOptions(systems=("content",), ks=(5, 10), ablations=names)
     )
     lm = harness.evaluate_longmemeval(
         lme, out / "lme", EvalOptions(systems=("content",), ks=(1, 5, 10), ablations=names)
@@ -43,7 +43,10 @@ def _run(configs: dict[str, RetrievalConfig], locomo: Path, lme: Path, out: Path
         e, m = lo["runs"][name], lm["runs"][name]
         temporal = m["by_type"].get("temporal-reasoning", {})
         rows[name] = {
+            "locomo_r5": e["recall"]["5"]["overall"],
+            "locomo_temporal_r5": e["recall"]["5"]["temporal"],
             "locomo_r10": e["recall"]["10"]["overall"],
+            "locomo_multihop_r10": e["recall"]["10"]["multi-hop"],
             "locomo_temporal_r10": e["recall"]["10"]["temporal"],
             "locomo_d1_all": e["d_at_1_all"],
             "lme_turn_r10": m["turn"]["10"]["recall_any"],
@@ -78,6 +81,13 @@ def main() -> None:
                 for w in (1, 2)
                 for o in (0.0, 0.25, 0.5, 1.0)
             },
+            "speaker_weight": {
+                f"speaker={w}": replace(base, keys=EpisodicKeys(speaker_weight=w))
+                for w in (0.0, 0.25, 0.5, 1.0, 2.0)
+            },
+            "time_weight": {
+                f"time={w}": replace(base, time_weight=w) for w in (0.0, 0.25, 0.5, 1.0)
+            },
         }
         results = {}
         for name, configs in grids.items():
@@ -87,7 +97,7 @@ def main() -> None:
             print(f"{'setting':>14} " + " ".join(f"{c:>22}" for c in cols))
             for setting, row in results[name].items():
                 print(f"{setting:>14} " + " ".join(f"{row[c]:>22.3f}" for c in cols))
-    path = ROOT / "results" / "tune_retrieval.json"
+    path = ROOT / "benchmarks" / "results" / "tune_retrieval.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2))
     print(f"\nwrote {path}")

@@ -253,8 +253,9 @@ class Retriever:
 
     When the store has snapshot files (:attr:`ChromaStore.snapshot_files`, a local directory's
     store), a snapshot is loaded from its file when the file holds the current version, and
-    written when it was built from Chroma (at least :data:`MIN_MEMORIES` memories) and by
-    :meth:`persist` (``RaMem.close``), so a restarted worker skips the rebuild.
+    written when it was built from Chroma (at least :data:`MIN_MEMORIES` memories; in a
+    thread, beside the recall) and by :meth:`persist` (``RaMem.close``), so a restarted worker
+    skips the rebuild.
     """
 
     def __init__(
@@ -276,6 +277,7 @@ class Retriever:
         self.max_snapshots = max_snapshots
         self._snapshots: OrderedDict[str, _Cached] = OrderedDict()
         self._lock = threading.Lock()
+        self._writers: list[threading.Thread] = []  # snapshot files being written
 
     # ------------------------------------------------------------------ snapshots
 
@@ -364,7 +366,16 @@ class Retriever:
             units, vectors = self.store.load(namespace)
             snap = Snapshot(units, vectors, self.config.keys)
             if files is not None and len(snap) >= MIN_MEMORIES:
-                saved = files.save(namespace, snap, version, signature)
+                # written beside the recall that built it (seconds at 100k memories)
+                writer = threading.Thread(
+                    target=files.save,
+                    args=(namespace, snap, version, signature),
+                    name=f"ramem-snapshot-file-{namespace}",
+                )
+                writer.start()
+                with self._lock:
+                    self._writers = [w for w in self._writers if w.is_alive()] + [writer]
+                saved = True  # persist() waits for it
         with self._lock:
             self._remember(namespace, _Cached(now, snap, version, saved))
         return snap
@@ -374,8 +385,13 @@ class Retriever:
 
     def persist(self) -> int:
         """Write the snapshot file of every cached snapshot that has none yet (live writes
-        since it was loaded); returns how many were written."""
+        since it was loaded), after waiting for the files being written since a build;
+        returns how many this call wrote."""
         files = self.store.snapshot_files
+        with self._lock:
+            writers, self._writers = self._writers, []
+        for writer in writers:  # files being written since a build: finish them first
+            writer.join()
         if files is None:
             return 0
         with self._lock:

@@ -130,7 +130,8 @@ def test_a_big_snapshot_is_written_when_built(
     memory.add_conversation(two_trips())
     memory.retriever.invalidate()
     monkeypatch.setattr("ramem_core.retrieval.MIN_MEMORIES", 1)
-    memory.recall(QUERIES[0])  # built from Chroma now
+    memory.recall(QUERIES[0])  # built from Chroma now, its file written beside
+    assert memory.retriever.persist() == 0  # waits for that file; nothing else to write
     files = SnapshotFiles(tmp_path / "ramem-snapshots")
     assert files.path("default").exists()  # before any close: a crash keeps it
     retriever = Retriever(memory.store, memory.embedder)
