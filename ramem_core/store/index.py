@@ -50,7 +50,9 @@ class EpisodicKeys:
 
     Every weight was chosen on the choose parts of the dev data only (LoCoMo dev conv-26/30/41,
     LongMemEval_S dev30) with ``benchmarks/tune_retrieval.py``; the reports show them on the
-    other parts (conv-42/43, dev60).
+    other parts (conv-42/43, dev60). Figures for ``neighbours``, ``session_date`` and
+    ``session_weight`` are from when they were chosen (before the speaker and time bonuses);
+    the others are the script's current grids (``benchmarks/results/tune_retrieval.json``).
 
     Attributes:
         neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
@@ -61,17 +63,18 @@ class EpisodicKeys:
         session_weight: weight of the session-document rank in the fused score (0 turns it
             off). 4: LoCoMo R@10 0.761 / 0.762 / 0.768 / 0.758 for 2 / 3 / 4 / 6.
         window: turns on each side whose vectors form the dense window key (0 turns it off).
-            1: window 2 gained 0.004 LoCoMo R@10 but cost 0.02 D@1.
+            1: window 2 costs 0.011 LoCoMo R@10 and 0.018 D@1 (own_weight 0.25).
         speaker_weight: a memory said by a person the query names gains
             ``speaker_weight / (rrf_k + 1)`` (a rank-0 place in a list of that person's
-            memories); 0 turns it off. In LoCoMo dev 82% of the evidence turns of a question
-            that names one speaker are said by that speaker. 0.5: LoCoMo conv-26/30/41 R@10
-            0.764 / 0.769 / 0.784 / 0.782 / 0.778 for 0 / 0.25 / 0.5 / 1 / 2 (multi-hop
-            0.436 -> 0.476 at 0.5, 0.488 at 1); LongMemEval questions name no speaker.
+            memories); 0 turns it off. In conv-26/30/41, 83% of the evidence turns of a
+            question that names one of the two speakers are said by that speaker. 0.5: LoCoMo
+            R@10 0.767 / 0.772 / 0.784 / 0.782 / 0.778 for 0 / 0.25 / 0.5 / 1 / 2 (flat from
+            0.5; multi-hop 0.436 -> 0.476, R@5 0.653 -> 0.696); LongMemEval questions name no
+            speaker (unchanged).
         own_weight: weight of the reciprocal ranks of the memory's own content (own words,
             own vector) added to the fused score (0 turns it off). 0.25: LongMemEval dev30 turn
             R@1 0.476 -> 0.619 (neighbour keys alone blur which turn of an episode says it);
-            LoCoMo R@10 0.752 / 0.759 / 0.755 / 0.725 for 0 / 0.25 / 0.5 / 1.
+            LoCoMo R@10 0.785 / 0.784 / 0.774 / 0.755 for 0 / 0.25 / 0.5 / 1.
     """
 
     neighbours: tuple[float, ...] = (0.5, 0.25)
