@@ -522,7 +522,7 @@ class RaMem:
             memory_range=snap.time_range,
             # a person who speaks in every session cannot tell one episode from another
             participants=tuple(n for n in snap.names if n not in snap.ubiquitous),
-            locate=lambda phrase: self.retriever.locate(ns, phrase),
+            locate=lambda phrase: self.retriever.locate(ns, phrase, query),
             covers=snap.covers,
         )
         return self.inducer.induce(query, context)

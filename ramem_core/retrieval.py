@@ -8,7 +8,8 @@ The recall frame only ever adds: when it is grounded, the memories that satisfy 
 ``where`` filters on the episodic metadata, evaluated as the same mask over the snapshot) move
 ahead *inside a relevant pool*, the top ``validity_pool`` of the content ranking. Relevant
 memories outside the frame keep their order after them, so a wide or wrong window can reorder
-the pool but never push a relevant memory out of it, and nothing is dropped.
+the pool but never push a relevant memory out of it, and nothing is dropped. A question that
+asks *when* gives memories that say when (an event or mentioned time) a small bonus.
 """
 
 from __future__ import annotations
@@ -206,6 +207,11 @@ class Conditions:
         return tuple(met)
 
 
+QUERY_VECTORS = 256
+"""Recently embedded query texts kept with their vectors (a question asked again, and a
+relation's question embedded with its anchor phrase, cost no second embedding)."""
+
+
 CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False)
 """Content-only retrieval (dense + BM25 on each memory's own content, no episodic context):
 the baseline RaMem improves on."""
@@ -279,6 +285,7 @@ class Retriever:
         self._snapshots: OrderedDict[str, _Cached] = OrderedDict()
         self._lock = threading.Lock()
         self._writers: list[threading.Thread] = []  # snapshot files being written
+        self._vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()  # queries
 
     # ------------------------------------------------------------------ snapshots
 
@@ -450,16 +457,38 @@ class Retriever:
                 fused += weight / (cfg.rrf_k + 1 + ranks(own_lexical, cfg.depth))
         return Ranking(fused, dense, lexical)
 
-    def locate(self, namespace: str, phrase: str) -> MemoryUnit | None:
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Vectors of query texts, in one embedder call for those not embedded recently (a
+        relation's anchor phrase and its question are embedded together)."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            fresh = self.embedder.embed(missing)
+            with self._lock:
+                for text, vector in zip(missing, fresh, strict=True):
+                    self._vectors[text] = vector
+                while len(self._vectors) > QUERY_VECTORS:
+                    self._vectors.popitem(last=False)
+        with self._lock:
+            found = [self._vectors.get(t) for t in texts]
+            for text in texts:
+                if text in self._vectors:
+                    self._vectors.move_to_end(text)
+        if any(v is None for v in found):  # evicted meanwhile by other threads: embed again
+            return self.embedder.embed(list(texts))
+        return np.asarray(found, dtype=np.float32)
+
+    def locate(self, namespace: str, phrase: str, query: str | None = None) -> MemoryUnit | None:
         """The memory that names the event ``phrase`` ("the trip"), if it does so unambiguously.
 
         Unambiguous means the best dense match is also among the best three lexical matches
-        and is similar enough.
+        and is similar enough. ``query``, the question the phrase comes from, is embedded in
+        the same call (retrieval needs it next).
         """
         snap = self.snapshot(namespace)
         if not len(snap) or snap.vectors is None:
             return None
-        vector = self.embedder.embed([phrase])[0]
+        vector = self.embed([phrase] if query is None else [phrase, query])[0]
         cosines = snap.vectors @ vector
         best = int(np.argmax(cosines))
         if cosines[best] < self.config.anchor_min_similarity:
@@ -482,7 +511,7 @@ class Retriever:
         if not len(snap):
             return []
         conditions = Conditions.of(frame, cfg.session_context, cfg.window_padding)
-        vector = self.embedder.embed([frame.query])[0]
+        vector = self.embed([frame.query])[0]
         ranking = self.rank(snap, frame.query, vector)
         if cfg.context_ranking and cfg.time_weight > 0 and asks_for_time(frame.query):
             bonus = np.where(snap.timed, cfg.time_weight / (cfg.rrf_k + 1), 0.0)

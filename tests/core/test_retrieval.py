@@ -449,3 +449,24 @@ def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem)
     assert first(RetrievalConfig(), "Where did Ana move to, Lisbon?") != said_when  # not "when"
     frame_off = RetrievalConfig(context_ranking=False)
     assert first(frame_off, "When did Ana move to Lisbon?") != said_when  # part of the frame
+
+
+def test_a_relation_question_and_its_anchor_are_embedded_in_one_call(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory.add_conversation(two_trips())
+    calls: list[list[str]] = []
+    embed = memory.retriever.embedder.embed
+
+    def counted(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        calls.append(list(texts))
+        return embed(texts)
+
+    monkeypatch.setattr(memory.retriever.embedder, "embed", counted)
+    query = "What did Ben eat after the trip to Lisbon?"
+    first = memory.recall(query, k=3)
+    assert len(calls) == 1  # the anchor phrase and the question together
+    assert query in calls[0]
+    assert len(calls[0]) == 2
+    assert [e.unit.id for e in memory.recall(query, k=3)] == [e.unit.id for e in first]
+    assert len(calls) == 1  # asked again: no embedding at all
