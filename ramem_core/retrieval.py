@@ -478,6 +478,11 @@ class Retriever:
             return self.embedder.embed(list(texts))
         return np.asarray(found, dtype=np.float32)
 
+    def forget_queries(self) -> None:
+        """Drop the cached query vectors (a benchmark times questions as if first asked)."""
+        with self._lock:
+            self._vectors.clear()
+
     def locate(self, namespace: str, phrase: str, query: str | None = None) -> MemoryUnit | None:
         """The memory that names the event ``phrase`` ("the trip"), if it does so unambiguously.
 

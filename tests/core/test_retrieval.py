@@ -470,3 +470,6 @@ def test_a_relation_question_and_its_anchor_are_embedded_in_one_call(
     assert len(calls[0]) == 2
     assert [e.unit.id for e in memory.recall(query, k=3)] == [e.unit.id for e in first]
     assert len(calls) == 1  # asked again: no embedding at all
+    memory.retriever.forget_queries()
+    memory.recall(query, k=3)
+    assert len(calls) == 2
