@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -194,15 +195,19 @@ def bench_idle_namespaces(embedder: MiniLMEmbedder, count: int, size: int) -> di
             memory = RaMem(store)
             if bound is not None:
                 memory.retriever.max_snapshots = bound
-            before = rss_mb()
+            tracemalloc.start()  # bytes held, exactly; RSS can hide them in reused memory
+            before, held_before = rss_mb(), tracemalloc.get_traced_memory()[0]
             for i in range(count):
                 memory.recall("What did Alice say about the garden?", k=5, namespace=f"user-{i}")
-            after = rss_mb()
+            after, held_after = rss_mb(), tracemalloc.get_traced_memory()[0]
+            tracemalloc.stop()
+            cached = max(len(memory.retriever._snapshots), 1)
             out[label] = {
                 "cached_namespaces": len(memory.retriever._snapshots),
                 "rss_growth_mb": after - before,
-                "rss_per_cached_namespace_mb": (after - before)
-                / max(len(memory.retriever._snapshots), 1),
+                "rss_per_cached_namespace_mb": (after - before) / cached,
+                "held_mb": (held_after - held_before) / 2**20,
+                "held_per_cached_namespace_mb": (held_after - held_before) / 2**20 / cached,
             }
             memory.retriever.invalidate()
         store.close()
@@ -309,8 +314,8 @@ def main() -> None:
         part = idle[label]
         print(
             f"  {label:>13}: {part['cached_namespaces']} cached, "
-            f"RSS +{part['rss_growth_mb']:.0f} MB, "
-            f"{part['rss_per_cached_namespace_mb']:.1f} MB per cached namespace",
+            f"held {part['held_mb']:.1f} MB ({part['held_per_cached_namespace_mb']:.2f} MB per "
+            f"cached namespace), RSS {part['rss_growth_mb']:+.0f} MB",
             flush=True,
         )
 
