@@ -59,11 +59,6 @@ def rss_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def queries(n: int, seed: int) -> list[str]:
-    """``n`` different questions (see :func:`bench_core.distinct_queries`)."""
-    return distinct_queries(n, seed)
-
-
 def timed_turns(
     memory: RaMem, embedder: MiniLMEmbedder, first: int, count: int, conversation: str
 ) -> tuple[list[float], list[float]]:
@@ -122,7 +117,7 @@ def bench_size(size: int, embedder: MiniLMEmbedder, n_queries: int) -> dict[str,
         memory = RaMem(store, namespace="bench")
         memory.recall("What did Alice say about the garden?", k=10)
         restart_s = time.perf_counter() - t
-        texts = queries(n_queries + 5, size)
+        texts = distinct_queries(n_queries + 5, size)
         warmup, texts = texts[:5], texts[5:]  # every timed question is new (no cached vector)
         for q in warmup:
             memory.recall(q, k=10)
@@ -216,7 +211,7 @@ def bench_idle_namespaces(embedder: MiniLMEmbedder, count: int, size: int) -> di
 
 def bench_threads(embedder: MiniLMEmbedder, size: int, threads: int) -> dict[str, Any]:
     """Recall and mixed add_turn + recall from 1 and from ``threads`` threads on one RaMem."""
-    texts = queries(200, 99)
+    texts = distinct_queries(200, 99)
     out: dict[str, Any] = {"memories": size, "threads": threads}
     with tempfile.TemporaryDirectory() as tmp:
         memory = build_scale_store(size, tmp, embedder)

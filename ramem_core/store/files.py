@@ -24,9 +24,12 @@ import pickle
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ramem_core.store.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ramem_core.store.chroma import Version
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +39,6 @@ FORMAT = 1
 MIN_MEMORIES = 2_000
 """Snapshots of at least this many memories are written when built from Chroma (smaller ones
 rebuild in well under a second, so their files would only cost disk)."""
-
-Version = frozenset[tuple[str, int]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -835,16 +835,20 @@ class EpisodicIndex:
         return bonus[self.session_of]
 
 
+def speaker_names(unit: MemoryUnit) -> frozenset[str]:
+    """Who said ``unit``: its speaker field may name several, comma-separated."""
+    return frozenset(n.strip() for n in unit.context.speaker.split(",") if n.strip())
+
+
 def _speaker_rows(
     known: Mapping[str, npt.NDArray[np.int64]], units: Sequence[MemoryUnit], first: int
 ) -> dict[str, npt.NDArray[np.int64]]:
-    """``known`` (rows of each speaker) with the speakers of the units from row ``first`` on
-    (a unit's speaker field may name several, comma-separated); ``known`` is not changed."""
+    """``known`` (rows of each speaker) with the speakers of the units from row ``first`` on;
+    ``known`` is not changed."""
     added: dict[str, list[int]] = defaultdict(list)
     for row in range(first, len(units)):
-        for name in units[row].context.speaker.split(","):
-            if name.strip():
-                added[name.strip()].append(row)
+        for name in speaker_names(units[row]):
+            added[name].append(row)
     out = dict(known)
     for name, rows in added.items():
         fresh = np.asarray(rows, dtype=np.int64)

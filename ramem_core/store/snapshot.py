@@ -26,7 +26,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ramem_core.store.codec import from_record, to_metadata
-from ramem_core.store.index import EpisodicIndex, EpisodicKeys, Rows, session_key
+from ramem_core.store.index import (
+    EpisodicIndex,
+    EpisodicKeys,
+    Rows,
+    session_key,
+    speaker_names,
+)
 from ramem_core.types import Granularity, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
 Mask = npt.NDArray[np.bool_]
@@ -41,8 +47,9 @@ class SpanArrays:
     end: npt.NDArray[np.int64]
 
 
-def _speaker_names(unit: MemoryUnit) -> frozenset[str]:
-    return frozenset(n.strip() for n in unit.context.speaker.split(",") if n.strip())
+def _says_when(unit: MemoryUnit) -> bool:
+    """True when ``unit`` says when: it has an event time or mentions a time."""
+    return unit.context.event_time is not None or bool(unit.context.mentions)
 
 
 def _spans_grown(spans: SpanArrays, size: int) -> SpanArrays:
@@ -234,13 +241,12 @@ class Snapshot:
             self._session_rows.setdefault(session_key(unit), []).append(row)
         self.session = _span_arrays([self._session_span.get(session_key(u)) for u in self.units])
         self.event = _span_arrays([u.context.event_time for u in self.units])
-        mentions = np.array([bool(u.context.mentions) for u in self.units], dtype=bool)
-        self.timed: Mask = self.event.known | mentions  # says when: an event or mentioned time
+        self.timed: Mask = np.array([_says_when(u) for u in self.units], dtype=bool)
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
         self._speakers: dict[tuple[str, str], frozenset[str]] = {}
         for unit in self.units:
             key = session_key(unit)
-            self._speakers[key] = self._speakers.get(key, frozenset()) | _speaker_names(unit)
+            self._speakers[key] = self._speakers.get(key, frozenset()) | speaker_names(unit)
         self.ubiquitous = self._ubiquitous()
         people: dict[str, list[int]] = {}
         for i, unit in enumerate(self.units):
@@ -358,8 +364,7 @@ class Snapshot:
         new.timed = np.concatenate([self.timed, np.zeros(len(appended), dtype=bool)])
         for row in touched:
             _set_span(new.event, [row], new.units[row].context.event_time)
-            context = new.units[row].context
-            new.timed[row] = context.event_time is not None or bool(context.mentions)
+            new.timed[row] = _says_when(new.units[row])
         added = {p for u in appended for p in u.context.participants}
         if not added <= set(self.names):
             new.names = tuple(sorted(set(self.names) | added))
@@ -367,7 +372,7 @@ class Snapshot:
         new._people = dict(self._people)
         for i, unit in enumerate(appended, start=n_old):
             key = session_key(unit)
-            new._speakers[key] = new._speakers.get(key, frozenset()) | _speaker_names(unit)
+            new._speakers[key] = new._speakers.get(key, frozenset()) | speaker_names(unit)
             for name in {p.lower() for p in unit.context.participants}:
                 held = new._people.get(name, np.zeros(0, dtype=np.int64))
                 new._people[name] = np.append(held, i)
