@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -212,6 +213,16 @@ QUERY_VECTORS = 256
 relation's question embedded with its anchor phrase, cost no second embedding)."""
 
 
+QUERY_COSINES = 8
+"""Recent questions' cosines against a snapshot's memories: a relation question's anchor
+search computes them, and its retrieval reuses them (one pass over the vectors, not two)."""
+
+ANCHOR_CANDIDATES = 1000
+"""A relation's anchor event is sought among the question's most similar memories (and the
+phrase's best lexical matches), not in a second pass over every memory. On LoCoMo dev it finds
+the same anchors as a search of all memories (see :meth:`Retriever.locate`)."""
+
+
 CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False)
 """Content-only retrieval (dense + BM25 on each memory's own content, no episodic context):
 the baseline RaMem improves on."""
@@ -286,6 +297,9 @@ class Retriever:
         self._lock = threading.Lock()
         self._writers: list[threading.Thread] = []  # snapshot files being written
         self._vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()  # queries
+        self._cosines: OrderedDict[tuple[int, str], tuple[weakref.ref[Snapshot], Scores]] = (
+            OrderedDict()
+        )
 
     # ------------------------------------------------------------------ snapshots
 
@@ -422,19 +436,28 @@ class Retriever:
 
     # ------------------------------------------------------------------ content ranking
 
-    def rank(self, snap: Snapshot, text: str, vector: npt.NDArray[np.float32]) -> Ranking:
+    def rank(
+        self,
+        snap: Snapshot,
+        text: str,
+        vector: npt.NDArray[np.float32],
+        cosines: Scores | None = None,
+    ) -> Ranking:
         """Fused content ranking of every memory of ``snap``.
 
         Reciprocal-rank fusion of the dense ranking (``cos(turn) + cos(window)``) and the
         lexical ranking (BM25 of the episodic keys), plus each memory's share of its session's
         lexical rank, a bonus when the query names its speaker and the weighted ranks of its
-        own content (see :class:`EpisodicKeys`).
+        own content (see :class:`EpisodicKeys`). ``cosines``: the memories' cosines with
+        ``vector``, if computed already.
         """
         cfg, index = self.config, snap.index
         fused = np.zeros(len(snap), dtype=np.float32)
         dense = lexical = None
+        if cosines is None:
+            cosines = index.cosines(vector)  # the one pass over the vectors
         if cfg.dense:
-            dense = index.dense_scores(vector)
+            dense = index.dense_scores(vector, cosines)
             fused += 1.0 / (cfg.rrf_k + 1 + ranks(dense, cfg.depth, positive=False))
         if cfg.lexical:
             lexical = index.lexical_scores(text)
@@ -449,7 +472,7 @@ class Retriever:
             rows = np.arange(len(snap))
             if len(rows) > cfg.depth:
                 rows = np.argpartition(-fused, cfg.depth - 1)[: cfg.depth]
-            own_dense, own_lexical = index.own_scores(text, vector, rows)
+            own_dense, own_lexical = index.own_scores(text, cosines, rows)
             weight = cfg.keys.own_weight
             if cfg.dense and own_dense is not None:
                 fused += weight / (cfg.rrf_k + 1 + ranks(own_dense, cfg.depth, positive=False))
@@ -482,24 +505,55 @@ class Retriever:
         """Drop the cached query vectors (a benchmark times questions as if first asked)."""
         with self._lock:
             self._vectors.clear()
+            self._cosines.clear()
+
+    def cosines(self, snap: Snapshot, text: str) -> Scores:
+        """The cosine of ``text`` with every memory of ``snap``, kept for the next call with
+        the same question and snapshot (a relation's anchor search, then its retrieval)."""
+        key = (id(snap), text)
+        with self._lock:
+            hit = self._cosines.get(key)
+            if hit is not None and hit[0]() is snap:
+                self._cosines.move_to_end(key)
+                return hit[1]
+        found = snap.index.cosines(self.embed([text])[0])
+        with self._lock:
+            self._cosines[key] = (weakref.ref(snap), found)
+            self._cosines.move_to_end(key)
+            while len(self._cosines) > QUERY_COSINES:
+                self._cosines.popitem(last=False)
+        return found
 
     def locate(self, namespace: str, phrase: str, query: str | None = None) -> MemoryUnit | None:
         """The memory that names the event ``phrase`` ("the trip"), if it does so unambiguously.
 
         Unambiguous means the best dense match is also among the best three lexical matches
-        and is similar enough. ``query``, the question the phrase comes from, is embedded in
-        the same call (retrieval needs it next).
+        and is similar enough. With ``query``, the question the phrase comes from, the best
+        dense match is sought among the :data:`ANCHOR_CANDIDATES` memories most similar to
+        the question and the phrase's three best lexical matches: the question's cosines are
+        computed (and kept for its retrieval) and the phrase is compared with those memories
+        only. Without it, with every memory.
         """
         snap = self.snapshot(namespace)
         if not len(snap) or snap.vectors is None:
             return None
         vector = self.embed([phrase] if query is None else [phrase, query])[0]
-        cosines = snap.vectors @ vector
-        best = int(np.argmax(cosines))
-        if cosines[best] < self.config.anchor_min_similarity:
-            return None
         lexical = snap.index.lexical_scores(phrase)
-        if lexical[best] <= 0 or best not in np.argsort(-lexical, kind="stable")[:3]:
+        if query is None or len(snap) <= ANCHOR_CANDIDATES:
+            rows = np.arange(len(snap))
+        else:
+            asked = self.cosines(snap, query)
+            near = np.argpartition(-asked, ANCHOR_CANDIDATES - 1)[:ANCHOR_CANDIDATES]
+            named = np.argpartition(-lexical, 2)[:3]
+            rows = np.union1d(near, named)
+        similarity = snap.vectors[rows] @ vector
+        best = int(rows[int(np.argmax(similarity))])
+        if float(similarity.max()) < self.config.anchor_min_similarity:
+            return None
+        score = lexical[best]
+        # its place in the stable lexical ranking, counted (a sort of every memory is slower)
+        place = int(np.count_nonzero(lexical > score) + np.count_nonzero(lexical[:best] == score))
+        if score <= 0 or place >= 3:
             return None
         return snap.unit(best)
 
@@ -517,7 +571,8 @@ class Retriever:
             return []
         conditions = Conditions.of(frame, cfg.session_context, cfg.window_padding)
         vector = self.embed([frame.query])[0]
-        ranking = self.rank(snap, frame.query, vector)
+        cosines = self.cosines(snap, frame.query)
+        ranking = self.rank(snap, frame.query, vector, cosines)
         if cfg.context_ranking and cfg.time_weight > 0 and asks_for_time(frame.query):
             bonus = np.where(snap.timed, cfg.time_weight / (cfg.rrf_k + 1), 0.0)
             ranking = Ranking(
@@ -541,9 +596,7 @@ class Retriever:
                     score=float(ranking.fused[row]) + (1.0 if contextual else 0.0),
                     rank=rank,
                     dense_score=(
-                        float(snap.vectors[row] @ vector)
-                        if cfg.dense and snap.vectors is not None
-                        else None
+                        float(cosines[row]) if cfg.dense and snap.vectors is not None else None
                     ),
                     lexical_score=lexical if lexical > 0 else None,
                     contextual=contextual,

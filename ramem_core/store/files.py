@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 """Raised whenever what a file holds changes shape; older files are then ignored."""
 
 MIN_MEMORIES = 2_000

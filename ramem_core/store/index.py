@@ -12,7 +12,9 @@ A memory unit is returned as its own lossless content with its coordinates (stag
   matches the question as a whole lifts all of its turns;
 - a **dense key**: its own vector plus the normalised sum of the vectors of its neighbourhood
   window (the turns within ``window`` of it in the session). The dense score is
-  ``cos(turn, q) + cos(window, q) = (v + w) . q``, one matrix-vector product;
+  ``cos(turn, q) + cos(window, q)``; since ``cos(window, q)`` is the window rows' summed
+  cosines over the summed vector's norm, it needs one matrix-vector product (the turns'
+  cosines) and each row's neighbour rows and norm, not a second matrix;
 - a **speaker** bonus: a memory said by a person the query names ("What has Melanie
   painted?") gains a fixed share, as if ranked first in a list of that person's memories;
 - the memory's **own** content rankings (its own words, its own vector) beside the episodic
@@ -466,7 +468,7 @@ class FrozenDocs:
 
 # --------------------------------------------------------------------------- row buffers
 
-Matrix = npt.NDArray[np.float32]
+Matrix = npt.NDArray[Any]
 
 
 class Rows:
@@ -502,8 +504,9 @@ class Rows:
 
 
 DENSE_PATCH_LIMIT = 512
-"""Rows whose dense keys changed after they were appended are kept apart (a live session's
-last turns, whose windows grow) until there are this many; then the keys are rewritten once."""
+"""Rows whose dense windows changed after they were appended are kept apart (a live session's
+last turns, whose windows grow) until there are this many; then the windows are rewritten
+once."""
 
 
 # --------------------------------------------------------------------------- the index
@@ -529,7 +532,7 @@ def _date_words(span: TimeSpan | None) -> list[str]:
 
 
 class EpisodicIndex:
-    """Lexical keys, session documents and dense window keys of a namespace's memories.
+    """Lexical keys, session documents and dense windows of a namespace's memories.
 
     Rows are the positions of ``units``. Built in one pass from the units (and their vectors);
     :meth:`evolve` makes the index of a namespace that changed in a few sessions (live turns)
@@ -587,15 +590,24 @@ class EpisodicIndex:
             if built is not None:
                 built.freeze()
         self.vectors = vectors
-        self.dense_keys = vectors  # without a window the vectors themselves (shared)
+        # the dense window of every row: its neighbours' rows (-1: none) and the inverse norm
+        # of the window's summed vectors, so cos(window, q) comes from the rows' own cosines
+        self.neighbours: npt.NDArray[np.int64] | None = None
+        self.window_scale: Scores | None = None
         if vectors is not None and self.keys.window > 0:
-            self.dense_keys = np.array(vectors, dtype=np.float32, copy=True)
+            self.neighbours = np.full((n, 2 * self.keys.window), -1, dtype=np.int64)
+            self.window_scale = np.ones(n, dtype=np.float32)
             for rows in self.session_rows:
-                self.dense_keys[rows] += self._window(vectors, rows)
-        self._dense_rows = None if self.dense_keys is None else Rows.of(self.dense_keys)
-        # rows whose keys changed after they were appended, and their keys
-        self._patch: dict[int, Matrix] = {}
-        self._patch_arrays: tuple[npt.NDArray[np.int64], Matrix] | None = None
+                self.neighbours[rows], self.window_scale[rows] = self._window(vectors, rows)
+        self._set_window_rows()
+        # rows whose windows changed after they were appended, and their windows
+        self._patch: dict[int, tuple[npt.NDArray[np.int64], float]] = {}
+        self._patch_arrays: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Scores] | None
+        self._patch_arrays = None
+
+    def _set_window_rows(self) -> None:
+        self._neighbour_rows = None if self.neighbours is None else Rows.of(self.neighbours)
+        self._scale_rows = None if self.window_scale is None else Rows.of(self.window_scale)
 
     def _session_keys(
         self,
@@ -634,18 +646,22 @@ class EpisodicIndex:
 
     def _window(
         self, vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
-    ) -> npt.NDArray[np.float32]:
-        """The normalised neighbourhood-window vectors of one session's rows (turn order)."""
+    ) -> tuple[npt.NDArray[np.int64], Scores]:
+        """The neighbourhood windows of one session's rows (turn order): each row's neighbour
+        rows within ``window`` (``-1`` where the session has none) and the inverse norm of the
+        window's summed vectors (the row's own included)."""
+        width = self.keys.window
         block = vectors[rows]
-        if self.keys.window <= 0:
-            return np.zeros_like(block)
-        summed = np.zeros_like(block)
-        for offset in range(-self.keys.window, self.keys.window + 1):
-            lo, hi = max(0, offset), min(len(rows), len(rows) + offset)
-            if lo < hi:
-                summed[lo - offset : hi - offset] += block[lo:hi]
-        norms = np.linalg.norm(summed, axis=1, keepdims=True)
-        return np.asarray(summed / np.maximum(norms, 1e-12), dtype=np.float32)
+        summed = np.array(block, dtype=np.float32, copy=True)
+        neighbours = np.full((len(rows), 2 * width), -1, dtype=np.int64)
+        offsets = [o for o in range(-width, width + 1) if o]
+        for column, offset in enumerate(offsets):
+            lo, hi = max(0, -offset), min(len(rows), len(rows) - offset)
+            if lo < hi:  # position i sees position i + offset
+                summed[lo:hi] += block[lo + offset : hi + offset]
+                neighbours[lo:hi, column] = rows[lo + offset : hi + offset]
+        norms = np.linalg.norm(summed, axis=1)
+        return neighbours, np.asarray(1.0 / np.maximum(norms, 1e-12), dtype=np.float32)
 
     def evolve(
         self,
@@ -740,71 +756,100 @@ class EpisodicIndex:
             new.own_doc = np.concatenate([self.own_doc, np.asarray(docs, dtype=np.int64)])
         new.speakers = _speaker_rows(self.speakers, units, n_old)
         new.vectors = vectors
-        new.dense_keys = vectors
         new._patch, new._patch_arrays = {}, None
-        if vectors is not None and self.dense_keys is not None and self.keys.window > 0:
-            assert self._dense_rows is not None
-            keys = np.array(vectors[n_old:], dtype=np.float32, copy=True)
+        if vectors is not None and self.neighbours is not None:
+            assert self._neighbour_rows is not None
+            assert self._scale_rows is not None
+            assert self.window_scale is not None
+            width = 2 * self.keys.window
+            neighbours = np.full((n - n_old, width), -1, dtype=np.int64)
+            scale = np.ones(n - n_old, dtype=np.float32)
             patch = dict(self._patch)
             for number in touched:
                 rows = new.session_rows[number]
-                window = vectors[rows] + new._window(vectors, rows)
-                for row, key in zip(rows.tolist(), window, strict=True):
+                windows, scales = new._window(vectors, rows)
+                for row, window, factor in zip(rows.tolist(), windows, scales, strict=True):
                     if row >= n_old:
-                        keys[row - n_old] = key
-                    else:
-                        patch[row] = key
-            new._dense_rows, new.dense_keys = self._dense_rows.append(n_old, keys)
-            if len(patch) > DENSE_PATCH_LIMIT:  # rewrite once: a private copy with the patch
-                merged = np.array(new.dense_keys, dtype=np.float32, copy=True)
-                merged[list(patch)] = np.asarray(list(patch.values()), dtype=np.float32)
-                new._dense_rows, new.dense_keys = Rows.of(merged), merged
+                        neighbours[row - n_old], scale[row - n_old] = window, factor
+                        continue
+                    was, was_factor = patch.get(
+                        row, (self.neighbours[row], float(self.window_scale[row]))
+                    )
+                    if not np.array_equal(was, window) or was_factor != float(factor):
+                        patch[row] = (window, float(factor))
+            new._neighbour_rows, new.neighbours = self._neighbour_rows.append(n_old, neighbours)
+            new._scale_rows, new.window_scale = self._scale_rows.append(n_old, scale)
+            if len(patch) > DENSE_PATCH_LIMIT:  # rewrite once: private copies with the patch
+                new.neighbours = np.array(new.neighbours, copy=True)
+                new.window_scale = np.array(new.window_scale, copy=True)
+                for row, (window, factor) in patch.items():
+                    new.neighbours[row], new.window_scale[row] = window, factor
+                new._set_window_rows()
                 patch = {}
             new._patch = patch
         return new
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        del state["tokenize"], state["_dense_rows"]  # made again on load
+        del state["tokenize"], state["_neighbour_rows"], state["_scale_rows"]  # made on load
         state["_patch_arrays"] = None
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self.tokenize = Tokenizer()
-        self._dense_rows = None if self.dense_keys is None else Rows.of(self.dense_keys)
+        self._set_window_rows()
 
     def lexical_scores(self, query: str) -> Scores:
         """BM25 of every row's lexical key for ``query``."""
         return self.lexical.scores(self.tokenize(query))[self.row_doc]
 
-    def dense_scores(self, vector: npt.NDArray[np.float32]) -> Scores:
-        """Dense score of every row: ``cos(turn) + cos(window)`` (``cos(turn)`` without keys)."""
-        if self.dense_keys is None:
+    def cosines(self, vector: npt.NDArray[np.float32]) -> Scores:
+        """``cos(turn, q)`` of every row (zeros without vectors): one matrix-vector product."""
+        if self.vectors is None:
             return np.zeros(len(self.session_of), dtype=np.float32)
-        scores = np.asarray(self.dense_keys @ vector, dtype=np.float32)
+        return np.asarray(self.vectors @ vector, dtype=np.float32)
+
+    def dense_scores(
+        self, vector: npt.NDArray[np.float32], cosines: Scores | None = None
+    ) -> Scores:
+        """Dense score of every row: ``cos(turn) + cos(window)`` (``cos(turn)`` without keys).
+
+        ``cos(window, q)`` is the sum of the window rows' cosines times the window's inverse
+        norm, so it costs no pass over the vectors beyond ``cosines`` (given, or computed).
+        """
+        own = self.cosines(vector) if cosines is None else cosines
+        if self.neighbours is None or self.window_scale is None:
+            return own
+        padded = np.append(own, np.float32(0))  # a missing neighbour (-1) reads the 0
+        summed = own.copy()
+        for column in self.neighbours.T:  # a gather per column (a sum over axis 1 is slower)
+            summed += np.take(padded, column)
+        scores = own + summed * self.window_scale
         if self._patch:
             if self._patch_arrays is None:
                 self._patch_arrays = (
                     np.fromiter(self._patch, dtype=np.int64, count=len(self._patch)),
-                    np.asarray(list(self._patch.values()), dtype=np.float32),
+                    np.asarray([w for w, _ in self._patch.values()], dtype=np.int64),
+                    np.asarray([f for _, f in self._patch.values()], dtype=np.float32),
                 )
-            rows, keys = self._patch_arrays
-            scores[rows] = keys @ vector
-        return scores
+            rows, windows, factors = self._patch_arrays
+            patched = own[rows] + np.take(padded, windows).sum(axis=1, dtype=np.float32)
+            scores[rows] = own[rows] + patched * factors  # a few rows: the sum is cheap
+        return np.asarray(scores, dtype=np.float32)
 
     def own_scores(
-        self, query: str, vector: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
+        self, query: str, cosines: Scores, rows: npt.NDArray[np.int64]
     ) -> tuple[Scores | None, Scores | None]:
-        """The own cosine and own-words BM25 of the memories at ``rows`` (``-inf`` elsewhere);
-        ``None`` when ``own_weight`` is 0."""
+        """The own cosine (from ``cosines``) and own-words BM25 of the memories at ``rows``
+        (``-inf`` elsewhere); ``None`` when ``own_weight`` is 0."""
         if self.own is None:
             return None, None
         n = len(self.session_of)
         dense = None
         if self.vectors is not None:
             dense = np.full(n, -np.inf, dtype=np.float32)
-            dense[rows] = self.vectors[rows] @ vector
+            dense[rows] = cosines[rows]
         lexical = np.zeros(n, dtype=np.float32)
         lexical[rows] = self.own.scores(self.tokenize(query))[self.own_doc[rows]]
         return dense, lexical

@@ -32,6 +32,21 @@ def test_minilm_is_independent_of_batching(embedder: MiniLMEmbedder) -> None:
     assert embedder.embed([]).shape == (0, 384)
 
 
+@pytest.mark.parametrize("spin", [False, True])
+def test_minilm_worker_threads_spin_only_when_asked(spin: bool) -> None:
+    """A spinning onnxruntime worker keeps a core busy after each call (taken from the vector
+    pass and Chroma's writes that follow), so RaMem turns spinning off unless asked."""
+    embedder = MiniLMEmbedder(spin=spin) if spin else MiniLMEmbedder()
+    session, _ = embedder._load()
+    entry = "session.intra_op.allow_spinning"
+    try:
+        spins = session.get_session_options().get_session_config_entry(entry) != "0"
+    except RuntimeError:  # not set: onnxruntime's default, spinning
+        spins = True
+    assert spins is spin
+    assert embedder.embed(["still embeds"]).shape == (1, 384)
+
+
 def test_tiktoken_counter_works_offline() -> None:
     counter = TiktokenCounter()
     assert counter.count("hello world") == 2

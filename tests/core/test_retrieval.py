@@ -473,3 +473,37 @@ def test_a_relation_question_and_its_anchor_are_embedded_in_one_call(
     memory.retriever.forget_queries()
     memory.recall(query, k=3)
     assert len(calls) == 2
+
+
+def test_a_relation_question_passes_over_the_vectors_once(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The anchor is sought among the question's nearest memories, whose cosines retrieval
+    then reuses: one pass over every memory's vector, not one for the anchor and one for the
+    question."""
+    from ramem_core import retrieval
+    from ramem_core.store.index import EpisodicIndex
+
+    memory.add_conversation(two_trips())
+    query = "What did Alice do after the Lisbon holiday?"
+    everywhere = memory.frame(query)  # a namespace smaller than the bound: a full search
+    monkeypatch.setattr(retrieval, "ANCHOR_CANDIDATES", 2)
+    memory.retriever.forget_queries()
+    passes: list[int] = []
+    cosines = EpisodicIndex.cosines
+
+    def counted(index: EpisodicIndex, vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        passes.append(len(index.session_of))
+        return cosines(index, vector)
+
+    monkeypatch.setattr(EpisodicIndex, "cosines", counted)
+    frame = memory.frame(query)
+    evidence = memory.retriever.retrieve("default", frame, k=3)
+    assert len(passes) == 1
+    assert [t.anchor_id for t in frame.times] == [t.anchor_id for t in everywhere.times]
+    assert any(t.anchor_id for t in frame.times)  # the anchor was found among the candidates
+    assert evidence[0].contextual
+    # a write makes a new snapshot: its cosines are computed again, never reused
+    memory.add_turn("Ben", "I ate octopus after the Lisbon holiday.", at=datetime(2023, 9, 1))
+    memory.recall(query, k=3)
+    assert len(passes) == 2

@@ -247,5 +247,5 @@ def test_an_update_neither_encodes_units_nor_copies_its_buffers(
         versions.append(updated)
     # after the first append the buffers have spare rows: later appends write into them
     assert versions[2]._vector_rows is versions[3]._vector_rows
-    assert versions[2].index._dense_rows is versions[3].index._dense_rows
+    assert versions[2].index._neighbour_rows is versions[3].index._neighbour_rows
     assert versions[2].index.tokenize is versions[3].index.tokenize
