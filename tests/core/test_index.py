@@ -166,6 +166,20 @@ def test_dense_key_adds_the_window_cosine() -> None:
     np.testing.assert_allclose(plain, [0, 1, 0, 0])
 
 
+def test_own_cosines_are_each_rows_own() -> None:
+    vectors = np.eye(4, dtype=np.float32)
+    index = EpisodicIndex(UNITS, vectors, EpisodicKeys())
+    cosines = index.cosines(vectors[1])  # the vector of a1
+    dense, lexical = index.own_scores("pottery", cosines, np.array([1, 3]))
+    assert dense is not None
+    assert lexical is not None
+    assert dense[1] == pytest.approx(1.0)
+    assert dense[3] == pytest.approx(0.0)
+    assert np.isneginf(dense[[0, 2]]).all()  # rows outside the candidates
+    assert lexical[1] > 0.0
+    assert lexical[3] == 0.0
+
+
 def test_ranks_put_everything_past_depth_in_the_tail() -> None:
     scores = np.array([0.5, 3.0, 0.0, 2.0, 1.0], dtype=np.float32)
     np.testing.assert_array_equal(ranks(scores, 2), [2, 0, 2, 1, 2])

@@ -507,3 +507,74 @@ def test_a_relation_question_passes_over_the_vectors_once(
     memory.add_turn("Ben", "I ate octopus after the Lisbon holiday.", at=datetime(2023, 9, 1))
     memory.recall(query, k=3)
     assert len(passes) == 2
+
+
+class PinnedEmbedder(HashEmbedder):
+    """The hash embedder, but the texts in ``pinned`` get the vectors given."""
+
+    def __init__(self, pinned: dict[str, npt.NDArray[np.float32]]) -> None:
+        super().__init__()
+        self.pinned = pinned
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = super().embed(texts)
+        for i, text in enumerate(texts):
+            if text in self.pinned:
+                out[i] = self.pinned[text]
+        return out
+
+
+def _locate_among(contents: list[str], best: int, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Locate "kiln" among memories (one session each, rows in this order) whose vectors are
+    orthogonal but for memory ``best``, which has the phrase's own vector."""
+    from ramem_core import EpisodicContext, MemoryUnit
+    from ramem_core.retrieval import Retriever
+    from ramem_core.store.snapshot import Snapshot
+
+    dimension = HashEmbedder().dimension
+    vectors = np.eye(len(contents) + 1, dimension, dtype=np.float32)[1:]
+    vectors[best] = np.eye(1, dimension, dtype=np.float32)[0]
+    units = [
+        MemoryUnit(f"m{i}", text, EpisodicContext(f"S{i}", "c", None, turn_index=0))
+        for i, text in enumerate(contents)
+    ]
+    snap = Snapshot(units, vectors)
+    embedder = PinnedEmbedder({"kiln": np.eye(1, dimension, dtype=np.float32)[0]})
+    retriever = Retriever(ChromaStore.ephemeral(embedder), embedder)
+    monkeypatch.setattr(retriever, "snapshot", lambda namespace: snap)
+    found = retriever.locate("default", "kiln")
+    return None if found is None else found.id
+
+
+def test_an_anchor_must_be_among_the_three_best_lexical_matches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    strong = ["kiln kiln kiln glaze", "kiln kiln kiln clay", "kiln kiln kiln wheel"]
+    weak = "the kiln and many other words about something else entirely"
+    # the phrase's best dense match is only the fourth lexical match: ambiguous
+    assert _locate_among([*strong, weak], best=3, monkeypatch=monkeypatch) is None
+    # as the third, it is accepted
+    assert _locate_among([*strong[:2], weak], best=2, monkeypatch=monkeypatch) == "m2"
+    # ties count in row order (a stable ranking): the fourth of four equal matches is out
+    equal = ["kiln glaze", "kiln clay", "kiln wheel", "kiln stool"]
+    assert _locate_among(equal, best=3, monkeypatch=monkeypatch) is None
+    assert _locate_among(equal, best=2, monkeypatch=monkeypatch) == "m2"
+
+
+def test_cached_cosines_belong_to_their_snapshot_object(memory: RaMem) -> None:
+    """A cached entry whose snapshot is gone is never served to a new snapshot that happens to
+    get the same ``id``."""
+    import weakref
+
+    memory.add_conversation(two_trips())
+    retriever = memory.retriever
+    snap = retriever.snapshot("default")
+    query = "Where did Ben eat grilled sardines?"
+    want = retriever.cosines(snap, query)
+
+    class Gone:
+        pass
+
+    stale = np.full_like(want, 7.0)
+    retriever._cosines[(id(snap), query)] = (weakref.ref(Gone()), stale)  # a reused id
+    np.testing.assert_allclose(retriever.cosines(snap, query), want)
