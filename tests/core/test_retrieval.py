@@ -572,9 +572,10 @@ def test_cached_cosines_belong_to_their_snapshot_object(memory: RaMem) -> None:
     query = "Where did Ben eat grilled sardines?"
     want = retriever.cosines(snap, query)
 
-    class Gone:
-        pass
+    from ramem_core.store.snapshot import Snapshot
 
+    gone = weakref.ref(Snapshot([], None))  # freed at once: its id may be reused
+    assert gone() is None
     stale = np.full_like(want, 7.0)
-    retriever._cosines[(id(snap), query)] = (weakref.ref(Gone()), stale)  # a reused id
+    retriever._cosines[(id(snap), query)] = (gone, stale)  # as if snap reused that id
     np.testing.assert_allclose(retriever.cosines(snap, query), want)
