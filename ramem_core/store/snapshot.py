@@ -5,8 +5,8 @@ namespace changed, so it survives restarts and never disagrees with the store fo
 what recall needs on its hot path:
 
 - the episodic index (:mod:`.index`): lexical keys with the episode reinstated, session
-  documents and dense window keys; BM25 runs client-side since Chroma's hybrid ``Search`` API
-  is not implemented for local Chroma;
+  documents and dense windows (each row's neighbour rows and window norm); BM25 runs
+  client-side since Chroma's hybrid ``Search`` API is not implemented for local Chroma;
 - the episodic fields as arrays, so a recall frame selects the same memories as a Chroma
   ``where`` filter, as a boolean mask, in microseconds;
 - the vectors, so dense ranking is an exact dot product over every memory (one matrix-vector
