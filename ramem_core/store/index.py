@@ -768,15 +768,18 @@ class EpisodicIndex:
             for number in touched:
                 rows = new.session_rows[number]
                 windows, scales = new._window(vectors, rows)
-                for row, window, factor in zip(rows.tolist(), windows, scales, strict=True):
-                    if row >= n_old:
-                        neighbours[row - n_old], scale[row - n_old] = window, factor
-                        continue
-                    was, was_factor = patch.get(
-                        row, (self.neighbours[row], float(self.window_scale[row]))
-                    )
-                    if not np.array_equal(was, window) or was_factor != float(factor):
-                        patch[row] = (window, float(factor))
+                fresh = rows >= n_old
+                neighbours[rows[fresh] - n_old] = windows[fresh]
+                scale[rows[fresh] - n_old] = scales[fresh]
+                # old rows: only those whose window changed (a live session's last turns)
+                old = np.flatnonzero(~fresh)
+                was, was_scale = self.neighbours[rows[old]], self.window_scale[rows[old]]
+                for i, row in enumerate(rows[old].tolist()):
+                    if row in patch:
+                        was[i], was_scale[i] = patch[row]
+                moved = (was != windows[old]).any(axis=1) | (was_scale != scales[old])
+                for i in old[moved].tolist():
+                    patch[int(rows[i])] = (windows[i], float(scales[i]))
             new._neighbour_rows, new.neighbours = self._neighbour_rows.append(n_old, neighbours)
             new._scale_rows, new.window_scale = self._scale_rows.append(n_old, scale)
             if len(patch) > DENSE_PATCH_LIMIT:  # rewrite once: private copies with the patch
