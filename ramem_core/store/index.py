@@ -768,16 +768,14 @@ class EpisodicIndex:
             for number in touched:
                 rows = new.session_rows[number]
                 windows, scales = new._window(vectors, rows)
-                fresh = rows >= n_old
-                neighbours[rows[fresh] - n_old] = windows[fresh]
-                scale[rows[fresh] - n_old] = scales[fresh]
-                # old rows: only those whose window changed (a live session's last turns)
-                old = np.flatnonzero(~fresh)
-                was, was_scale = self.neighbours[rows[old]], self.window_scale[rows[old]]
-                for i, row in enumerate(rows[old].tolist()):
-                    if row in patch:
-                        was[i], was_scale[i] = patch[row]
-                moved = (was != windows[old]).any(axis=1) | (was_scale != scales[old])
+                added = rows >= n_old
+                neighbours[rows[added] - n_old] = windows[added]
+                scale[rows[added] - n_old] = scales[added]
+                # old rows whose neighbours differ from those they were built with (a live
+                # session's last turns; rows are only ever added between, so a window never
+                # returns to its built neighbours, and same neighbours mean the same norm)
+                old = np.flatnonzero(~added)
+                moved = (self.neighbours[rows[old]] != windows[old]).any(axis=1)
                 for i in old[moved].tolist():
                     patch[int(rows[i])] = (windows[i], float(scales[i]))
             new._neighbour_rows, new.neighbours = self._neighbour_rows.append(n_old, neighbours)
