@@ -340,6 +340,22 @@ def test_an_edited_content_is_not_an_update() -> None:
     assert snap.updated([edited], {}) is None  # the caller rebuilds
 
 
+def test_a_live_turn_changes_the_dense_window_of_the_last_turn_only() -> None:
+    """A live session's update keeps apart only the rows whose window changed (the former
+    last turn), not every row of the session, so the update costs its turn."""
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    embedder = HashEmbedder()
+    units = [_unit(f"t{i}", "L", i, f"Ann: turn {i} about pottery") for i in range(12)]
+    snap = Snapshot(units[:10], embedder.embed([u.content for u in units[:10]]))
+    for step, unit in enumerate(units[10:], start=1):
+        updated = snap.updated([unit], {unit.id: embedder.embed([unit.content])[0]})
+        assert updated is not None
+        snap = updated
+        assert set(snap.index._patch) == {snap.position[f"t{9 + i}"] for i in range(step)}
+
+
 def test_two_updates_of_one_snapshot_never_share_their_new_rows() -> None:
     from dataclasses import replace
 
