@@ -67,10 +67,12 @@ class MiniLMEmbedder:
             is taken from what follows: the pass over the memory vectors, Chroma's writes.
             ``None`` (default): spin only in calls of at least ``batch_size`` texts (bulk
             ingest), not in small ones (a question, a live turn). Measured on the 2-core
-            machine: recall at 100k memories p95 21.5 ms without spinning against 38.7 ms
-            with it (``benchmarks/bench_core.py``, its ``no-spin p95`` and ``spin p95``
-            columns, same store and questions); bulk embedding of 1,200 LoCoMo turns 229
-            texts/s without spinning against 252 with it (three alternating runs each).
+            machine with ``benchmarks/bench_core.py`` (its ``spin p95`` and ``no-spin p95``
+            columns, same store and questions), recall p95 with spinning / without: 38.7 /
+            21.5 ms and 56.0 / 21.3 ms at 100k memories (two runs), 21.5 / 11.1 ms at 10k,
+            but 7.2 / 9.8 ms at 1k, where the pass is short and waking a sleeping worker
+            costs more than it saves. Bulk embedding of 1,200 LoCoMo turns: 229 texts/s
+            without spinning against 252 with it (three alternating runs each).
     """
 
     dimension = 384
