@@ -209,7 +209,7 @@ def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> d
             collection.query(query_embeddings=[vector], n_results=k)  # documents + metadata
             chroma_ms.append((time.perf_counter() - t) * 1000)
         # the same questions again, in two blocks: with onnxruntime's spinning worker threads
-        # (its default) and without (RaMem's default for a question), new to the memory each time
+        # (its default) and without (RaMem's default), new to the memory each time
         spin_ms, quiet_ms = [], []
         for spin, times in ((True, spin_ms), (False, quiet_ms)):
             memory.retriever.embedder = MiniLMEmbedder(spin=spin)

@@ -62,64 +62,60 @@ class MiniLMEmbedder:
             padded to their longest member.
         threads: onnxruntime intra-op threads; by default every CPU this process may use
             (onnxruntime's own default used one of two cores here, at 60% of the throughput).
-        spin: whether onnxruntime's worker threads wait for work by spinning (its default).
-            A spinning worker keeps a core busy for a while after each call, and that core
-            is taken from what follows: the pass over the memory vectors, Chroma's writes.
-            ``None`` (default): spin only in calls of at least ``batch_size`` texts (bulk
-            ingest), not in small ones (a question, a live turn). Measured on the 2-core
-            machine with ``benchmarks/bench_core.py`` (its ``spin p95`` and ``no-spin p95``
-            columns, same store and questions), recall p95 with spinning / without: 38.7 /
-            21.5 ms and 56.0 / 21.3 ms at 100k memories (two runs), 21.5 / 11.1 ms at 10k,
-            but 7.2 / 9.8 ms at 1k, where the pass is short and waking a sleeping worker
-            costs more than it saves. Bulk embedding of 1,200 LoCoMo turns: 229 texts/s
-            without spinning against 252 with it (three alternating runs each).
+        spin: let onnxruntime's worker threads wait for work by spinning (its default). A
+            spinning worker keeps a core busy for a while after each call, and that core is
+            taken from what follows: the pass over the memory vectors, Chroma's writes. Off by
+            default. Measured on the 2-core machine with ``benchmarks/bench_core.py`` (its
+            ``spin p95`` and ``no-spin p95`` columns, same store and questions), recall p95
+            with spinning / without: 38.7 / 21.5 ms and 56.0 / 21.3 ms at 100k memories (two
+            runs), 21.5 / 11.1 ms at 10k, but 7.2 / 9.8 ms at 1k, where the pass is short and
+            waking a sleeping worker costs more than it saves. A bulk-ingest job may turn it
+            on: 252 texts/s against 229 without, embedding 1,200 LoCoMo turns (three
+            alternating runs each). One session per embedder: a second, spinning one for bulk
+            calls would hold about 130 MB more.
     """
 
     dimension = 384
     name = MODEL_NAME
 
     def __init__(
-        self, *, batch_size: int = 32, threads: int | None = None, spin: bool | None = None
+        self, *, batch_size: int = 32, threads: int | None = None, spin: bool = False
     ) -> None:
         self.batch_size = batch_size
         self.threads = threads if threads is not None else _cpus()
         self.spin = spin
-        self._sessions: dict[bool, Any] = {}  # by spinning or not, each loaded when first used
+        self._session: Any = None
         self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
 
-    def _load(self, size: int = 1) -> tuple[Any, Tokenizer]:
-        """The session (and tokenizer) for a call embedding ``size`` texts."""
-        spin = size >= self.batch_size if self.spin is None else self.spin
+    def _load(self) -> tuple[Any, Tokenizer]:
         with self._lock:
-            if self._tokenizer is None:
+            if self._session is None or self._tokenizer is None:
+                import onnxruntime as ort
                 from tokenizers import Tokenizer
 
                 data = resources.files("ramem_core") / "_data" / "minilm_tokenizer.json"
                 tokenizer = Tokenizer.from_str(data.read_text(encoding="utf-8"))
                 tokenizer.enable_truncation(max_length=MAX_TOKENS)
                 tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-                self._tokenizer = tokenizer
-            if spin not in self._sessions:
-                import onnxruntime as ort
-
                 options = ort.SessionOptions()
                 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                 options.intra_op_num_threads = self.threads
                 options.log_severity_level = 3
-                if not spin:
+                if not self.spin:
                     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                self._sessions[spin] = ort.InferenceSession(
+                self._session = ort.InferenceSession(
                     str(_model_path()), sess_options=options, providers=["CPUExecutionProvider"]
                 )
-            return self._sessions[spin], self._tokenizer
+                self._tokenizer = tokenizer
+            return self._session, self._tokenizer
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts``; returns an array of shape ``(len(texts), 384)``."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
-        session, tokenizer = self._load(len(texts))
+        session, tokenizer = self._load()
         # sort by length so each batch pads to a similar length (much less wasted compute)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for begin in range(0, len(order), self.batch_size):

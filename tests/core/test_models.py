@@ -32,25 +32,18 @@ def test_minilm_is_independent_of_batching(embedder: MiniLMEmbedder) -> None:
     assert embedder.embed([]).shape == (0, 384)
 
 
-@pytest.mark.parametrize(
-    ("spin", "size", "spins"),
-    [(None, 1, False), (None, 2, False), (None, 32, True), (False, 64, False), (True, 1, True)],
-)
-def test_minilm_worker_threads_spin_only_in_bulk_calls_by_default(
-    spin: bool | None, size: int, spins: bool
-) -> None:
+@pytest.mark.parametrize("spin", [False, True])
+def test_minilm_worker_threads_spin_only_when_asked(spin: bool) -> None:
     """A spinning onnxruntime worker keeps a core busy after each call (taken from the vector
-    pass and Chroma's writes that follow): by default only bulk calls spin."""
-    embedder = MiniLMEmbedder(spin=spin, batch_size=32)
-    assert embedder.embed(["still embeds"] * size).shape == (size, 384)
-    assert list(embedder._sessions) == [spins]  # the one session this call loaded and ran
+    pass and Chroma's writes that follow), so RaMem turns spinning off unless asked."""
+    embedder = MiniLMEmbedder(spin=True) if spin else MiniLMEmbedder()
+    assert embedder.embed(["still embeds"]).shape == (1, 384)
     entry = "session.intra_op.allow_spinning"
     try:
-        options = embedder._sessions[spins].get_session_options()
-        spinning = options.get_session_config_entry(entry) != "0"
+        spinning = embedder._session.get_session_options().get_session_config_entry(entry) != "0"
     except RuntimeError:  # not set: onnxruntime's default, spinning
         spinning = True
-    assert spinning is spins
+    assert spinning is spin
 
 
 def test_tiktoken_counter_works_offline() -> None:
