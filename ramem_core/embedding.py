@@ -70,10 +70,9 @@ class MiniLMEmbedder:
             with spinning / without in three runs: 38.7 / 21.5, 56.0 / 21.3 and 40.6 / 22.5 ms
             at 100k memories; 18.1 / 10.7, 21.5 / 11.1 and 21.8 / 12.0 ms at 10k; at 1k, where
             the pass is short, no consistent difference (6.8 / 7.8, 7.2 / 9.8, 9.7 / 8.3 ms).
-            A bulk-ingest job may turn it
-            on: 252 texts/s against 229 without, embedding 1,200 LoCoMo turns (three
-            alternating runs each). One session per embedder: a second, spinning one for bulk
-            calls would hold about 130 MB more.
+            A bulk-ingest job may turn it on: 252 texts/s against 229 without, embedding 1,200
+            LoCoMo turns (three alternating runs each). One session per embedder: a second,
+            spinning one for bulk calls would hold about 130 MB more.
     """
 
     dimension = 384
