@@ -823,10 +823,7 @@ class EpisodicIndex:
         if self.neighbours is None or self.window_scale is None:
             return own
         padded = np.append(own, np.float32(0))  # a missing neighbour (-1) reads the 0
-        summed = own.copy()
-        for column in self.neighbours.T:  # a gather per column (a sum over axis 1 is slower)
-            summed += np.take(padded, column)
-        scores = own + summed * self.window_scale
+        scores = _with_window(own, padded, self.neighbours, self.window_scale)
         if self._patch:
             if self._patch_arrays is None:
                 self._patch_arrays = (
@@ -835,8 +832,7 @@ class EpisodicIndex:
                     np.asarray([f for _, f in self._patch.values()], dtype=np.float32),
                 )
             rows, windows, factors = self._patch_arrays
-            patched = own[rows] + np.take(padded, windows).sum(axis=1, dtype=np.float32)
-            scores[rows] = own[rows] + patched * factors  # a few rows: the sum is cheap
+            scores[rows] = _with_window(own[rows], padded, windows, factors)
         return np.asarray(scores, dtype=np.float32)
 
     def own_scores(
@@ -879,6 +875,18 @@ class EpisodicIndex:
         bonus = np.zeros(len(scores), dtype=np.float32)
         bonus[ranked] = self.keys.session_weight / (rrf_k + 1 + np.arange(len(ranked)))
         return bonus[self.session_of]
+
+
+def _with_window(
+    own: Scores, padded: Scores, neighbours: npt.NDArray[np.int64], scale: Scores
+) -> Scores:
+    """``cos(turn) + cos(window)`` of rows with cosines ``own``, neighbour rows ``neighbours``
+    (indices into ``padded``, every row's cosine and a last 0 that ``-1`` reads) and window
+    inverse norms ``scale``."""
+    summed = own.copy()
+    for column in neighbours.T:  # a gather per column (a sum over axis 1 is slower)
+        summed += np.take(padded, column)
+    return np.asarray(own + summed * scale, dtype=np.float32)
 
 
 def speaker_names(unit: MemoryUnit) -> frozenset[str]:
