@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -213,6 +213,9 @@ QUERY_VECTORS = 256
 relation's question embedded with its anchor phrase, cost no second embedding)."""
 
 
+Key = TypeVar("Key")
+Value = TypeVar("Value")
+
 QUERY_COSINES = 8
 """Recent questions' cosines against a snapshot's memories: a relation question's anchor
 search computes them, and its retrieval reuses them (one pass over the vectors, not two)."""
@@ -228,6 +231,14 @@ of 40 (gold evidence in the relation's window for 36 vs 35); at 10, 46 (38)."""
 CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False)
 """Content-only retrieval (dense + BM25 on each memory's own content, no episodic context):
 the baseline RaMem improves on."""
+
+
+def _put(cache: OrderedDict[Key, Value], key: Key, value: Value, bound: int) -> None:
+    """Keep ``value`` as the newest entry of ``cache``; drop the oldest beyond ``bound``."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > bound:
+        cache.popitem(last=False)
 
 
 def _any(options: list[dict[str, Any]]) -> dict[str, Any]:
@@ -308,10 +319,7 @@ class Retriever:
     def _remember(self, namespace: str, cached: _Cached) -> None:
         """Cache a snapshot as the newest entry; drop the least recently used beyond the
         bound. (Call with the lock held.)"""
-        self._snapshots[namespace] = cached
-        self._snapshots.move_to_end(namespace)
-        while len(self._snapshots) > self.max_snapshots:
-            self._snapshots.popitem(last=False)
+        _put(self._snapshots, namespace, cached, self.max_snapshots)
 
     def invalidate(self, namespace: str | None = None) -> None:
         """Forget the snapshot of ``namespace`` (of every namespace when ``None``)."""
@@ -491,9 +499,7 @@ class Retriever:
             fresh = self.embedder.embed(missing)
             with self._lock:
                 for text, vector in zip(missing, fresh, strict=True):
-                    self._vectors[text] = vector
-                while len(self._vectors) > QUERY_VECTORS:
-                    self._vectors.popitem(last=False)
+                    _put(self._vectors, text, vector, QUERY_VECTORS)
         with self._lock:
             found = [self._vectors.get(t) for t in texts]
             for text in texts:
@@ -520,10 +526,7 @@ class Retriever:
                 return hit[1]
         found = snap.index.cosines(self.embed([text])[0])
         with self._lock:
-            self._cosines[key] = (weakref.ref(snap), found)
-            self._cosines.move_to_end(key)
-            while len(self._cosines) > QUERY_COSINES:
-                self._cosines.popitem(last=False)
+            _put(self._cosines, key, (weakref.ref(snap), found), QUERY_COSINES)
         return found
 
     def locate(self, namespace: str, phrase: str, query: str | None = None) -> MemoryUnit | None:
