@@ -38,9 +38,11 @@ _RELATION_WORDS = {
     "while": Relation.DURING,
 }
 _RELATION = re.compile(
-    rf"\b(?:(?P<n>{NUMBER_PATTERN})\s+(?P<unit>day|week|month|year)s?\s+)?"
+    rf"\b(?:(?P<n>{NUMBER_PATTERN})\s+(?P<unit>day|week|month|year)s?\s+"
+    r"|the\s+(?P<period>day|week|weekend|month|year)\s+)?"
     r"(?P<rel>before|prior to|until|after|following|since|during|while)\s+"
-    r"(?P<anchor>[^?.!,;]+)",
+    # "the weekend before last" is a time, not a relation; "August 3, 2023": the year is kept
+    r"(?!last\b)(?P<anchor>[^?.!,;]+(?:,\s*(?:19|20)\d\d\b[^?.!,;]*)?)",
     re.IGNORECASE,
 )
 _SECOND = timedelta(seconds=1)
@@ -92,6 +94,33 @@ def _offset_span(anchor: TimeSpan, amount: int, unit: str, relation: Relation) -
     if unit == "month":
         return month_span(*shift_months(moment, sign * amount))
     return year_span(moment.year + sign * amount)
+
+
+def _adjacent_span(anchor: TimeSpan, period: str, relation: Relation) -> TimeSpan:
+    """The period right before or after ``anchor``: "the week before 16 November" is the seven
+    days up to 15 November; "the weekend after the trip" the first weekend after it."""
+    if period == "weekend":
+        # the last Saturday-Sunday ending before the anchor, or the first starting after it
+        moment = anchor.start - _SECOND if relation is Relation.BEFORE else anchor.end + _SECOND
+        step = -1 if relation is Relation.BEFORE else 1
+        day = day_span(moment).start
+        while day.weekday() != (6 if relation is Relation.BEFORE else 5):
+            day += timedelta(days=step)
+        saturday = day - timedelta(days=1) if relation is Relation.BEFORE else day
+        return TimeSpan(saturday, saturday + timedelta(days=2) - _SECOND, Granularity.DAY)
+    if relation is Relation.BEFORE:
+        end = day_span(anchor.start).start - _SECOND
+        if period == "month":
+            start = datetime(*shift_months(anchor.start, -1), min(anchor.start.day, 28))
+        else:
+            start = day_span(end).start - timedelta(days={"day": 0, "week": 6, "year": 364}[period])
+        return TimeSpan(day_span(start).start, end, Granularity.DAY)
+    start = day_span(anchor.end).end + _SECOND
+    if period == "month":
+        last = datetime(*shift_months(anchor.end, 1), min(anchor.end.day, 28))
+    else:
+        last = start + timedelta(days={"day": 0, "week": 6, "year": 364}[period])
+    return TimeSpan(start, day_span(last).end, Granularity.DAY)
 
 
 def relation_window(
@@ -227,13 +256,15 @@ class RuleFrameInducer:
         if anchor is None:
             reason = f"anchor {anchor_text!r} not found unambiguously in memory"
             return TimeConstraint(text, None, False, relation, anchor_text, reason)
-        if m.group("n"):
+        if m.group("period"):
+            if relation is Relation.DURING:
+                return TimeConstraint(text, None, False, relation, anchor_text, "vague period")
+            window: TimeSpan | None = _adjacent_span(anchor, m.group("period").lower(), relation)
+        elif m.group("n"):
             amount = number_word(m.group("n"))
             if amount is None or relation is Relation.DURING:
                 return TimeConstraint(text, None, False, relation, anchor_text, "vague offset")
-            window: TimeSpan | None = _offset_span(
-                anchor, amount, m.group("unit").lower(), relation
-            )
+            window = _offset_span(anchor, amount, m.group("unit").lower(), relation)
         else:
             window = relation_window(anchor, relation, memory)
         if window is None or not window.overlaps(memory):

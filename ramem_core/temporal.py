@@ -162,6 +162,30 @@ def _ago(m: re.Match[str], ref: datetime) -> Resolved | None:
     )
 
 
+def _trailing(m: re.Match[str], ref: datetime) -> Resolved | None:
+    """ "in the last four months", "over the past 2 weeks": from that long ago up to now."""
+    amount, unit = m.group("n").lower(), m.group("unit").lower().rstrip("s")
+    n = 5 if amount in _FUZZY_WORDS else number_word(amount)  # "the past few weeks"
+    if n is None:
+        return None
+    if unit in ("month", "year"):
+        year, month = shift_months(ref, -n * (12 if unit == "year" else 1))
+        start = datetime(year, month, min(ref.day, calendar.monthrange(year, month)[1]))
+    else:
+        start = ref - timedelta(days=n * (7 if unit == "week" else 1))
+    return Resolved(days_span(start, ref))
+
+
+def _two_months(m: re.Match[str], ref: datetime) -> Resolved | None:
+    """ "in March and April (2023)": both months, and any between them."""
+    first, last = MONTHS[m.group("first").lower()], MONTHS[m.group("last").lower()]
+    if last < first:
+        return None  # "in December and January" is rare and ambiguous in its year
+    year = int(m.group("year")) if m.group("year") else _nearest_year(ref, first)
+    span = TimeSpan(month_span(year, first).start, month_span(year, last).end, Granularity.MONTH)
+    return Resolved(span, yearless=not m.group("year"))
+
+
 def _relative_period(m: re.Match[str], ref: datetime) -> Resolved | None:
     which = " ".join(m.group("which").lower().split())
     unit = m.group("unit").lower()
@@ -253,6 +277,66 @@ def _full_date(m: re.Match[str], ref: datetime) -> Resolved | None:
         year = _nearest_year(ref, parsed.month, min(parsed.day, 28))
         parsed = parsed.replace(year=year)
     return Resolved(day_span(parsed), yearless=not has_year)
+
+
+def _day_range(m: re.Match[str], ref: datetime) -> Resolved | None:
+    """ "between August 11 and August 15 2023", "from 3 May to 5 May", "between May 3 and 7":
+    the days from the first to the last; a year given once applies to both."""
+    import dateparser  # heavy import, only when a date string is present
+
+    def parse(text: str) -> datetime | None:
+        text = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", text, flags=re.IGNORECASE)
+        return dateparser.parse(
+            text.replace(",", " "),
+            languages=["en"],
+            settings={"RELATIVE_BASE": ref, "PREFER_DAY_OF_MONTH": "first"},
+        )
+
+    first = parse(m.group("a"))
+    if first is None:
+        return None
+    bare = re.match(r"(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+\d{4})?$", m.group("b"), re.IGNORECASE)
+    if bare is not None:  # "between May 3 and 7"
+        last: datetime | None = first.replace(day=int(bare.group(1)))
+    else:
+        last = parse(m.group("b"))
+    if last is None:
+        return None
+    years = [re.search(_YEAR_RE, m.group(g)) for g in ("a", "b")]
+    if years[1] is not None and years[0] is None:
+        last = last.replace(year=int(years[1].group(0)))
+        first = first.replace(year=last.year)
+    elif years[0] is not None and years[1] is None:
+        last = last.replace(year=first.year)
+    elif years[0] is None:
+        year = _nearest_year(ref, first.month, min(first.day, 28))
+        first, last = first.replace(year=year), last.replace(year=year)
+    if last < first:  # "between 28 December and 3 January": the range crosses New Year
+        if years[0] is not None and years[1] is not None:
+            return None
+        if years[1] is not None:
+            first = first.replace(year=first.year - 1)
+        else:
+            last = last.replace(year=last.year + 1)
+    return Resolved(days_span(first, last), yearless=years[0] is None and years[1] is None)
+
+
+_ORDINAL_WEEKS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3}
+_ORDINAL_WEEKS |= {"fourth": 4, "4th": 4, "last": 0}
+
+
+def _week_of_month(m: re.Match[str], ref: datetime) -> Resolved | None:
+    """ "the second week of November": days 8-14; "the last week of June": its last 7 days."""
+    month = MONTHS[m.group("month").lower()]
+    year = int(m.group("year")) if m.group("year") else _nearest_year(ref, month)
+    whole = month_span(year, month)
+    nth = _ORDINAL_WEEKS[m.group("nth").lower()]
+    if nth:
+        start = whole.start + timedelta(weeks=nth - 1)
+    else:
+        start = datetime(whole.end.year, whole.end.month, whole.end.day) - timedelta(days=6)
+    span = days_span(start, start + timedelta(days=6))
+    return Resolved(TimeSpan(span.start, span.end, Granularity.WEEK), yearless=not m.group("year"))
 
 
 def _iso_date(m: re.Match[str], ref: datetime) -> Resolved | None:
@@ -370,6 +454,25 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver]] = [
             rf"\bbetween\s+(?P<first>{_MONTH_RE})\s+and\s+(?P<last>{_MONTH_RE})\b"
             rf"(?:,?\s+(?:of\s+)?(?P<year>{_YEAR_RE})\b)?",
             _month_range,
+        ),
+        (
+            rf"\b(?:between|from)\s+(?P<a>{_DAY_DATE}|{_MONTH_DATE})\s+(?:and|to|until|till|through)"
+            rf"\s+(?P<b>{_DAY_DATE}|{_MONTH_DATE}|\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+{_YEAR_RE})?)(?!\d)",
+            _day_range,
+        ),
+        (
+            rf"\b(?:the\s+)?(?P<nth>{'|'.join(_ORDINAL_WEEKS)})\s+week\s+of\s+(?P<month>{_MONTH_RE})"
+            rf"\b(?:,?\s+(?:of\s+)?(?P<year>{_YEAR_RE})\b)?",
+            _week_of_month,
+        ),
+        (
+            rf"\b(?:in|during)\s+(?P<first>{_MONTH_RE})\s+(?:and|or|&)\s+(?P<last>{_MONTH_RE})\b"
+            rf"(?!\s*\d{{1,2}}\b)(?:,?\s+(?:of\s+)?(?P<year>{_YEAR_RE})\b)?",
+            _two_months,
+        ),
+        (
+            rf"\bthe\s+(?:last|past|previous)\s+(?P<n>{NUMBER_PATTERN})\s+(?P<unit>{_UNIT_RE})\b",
+            _trailing,
         ),
         (rf"\b(?P<part>early|mid|late)[-\s]+(?P<year>{_YEAR_RE})\b", _part_of_year),
         (

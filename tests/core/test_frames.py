@@ -175,6 +175,18 @@ def test_a_yearless_month_means_the_one_memory_covers() -> None:
         ("What did Ben cook in early 2023?", "2023-01-01", "2023-04-30"),
         ("Where did we go the weekend before last?", "2023-11-11", "2023-11-12"),
         ("What happened last summer?", "2023-06-01", "2023-08-31"),
+        ("Where was Ben between August 11 and August 15 2023?", "2023-08-11", "2023-08-15"),
+        ("What did Alice read from 3 May to 5 May?", "2023-05-03", "2023-05-05"),
+        ("Where was Ben between May 3 and 7?", "2023-05-03", "2023-05-07"),
+        ("Which country was Ben in the second week of November?", "2023-11-08", "2023-11-14"),
+        ("What did Alice bake in the last week of June 2023?", "2023-06-24", "2023-06-30"),
+        ("What did Ben cook in the last four months?", "2023-07-20", "2023-11-20"),
+        ("Which airline did Alice fly in March and April?", "2023-03-01", "2023-04-30"),
+        ("Where was Ben the week before 16 November 2023?", "2023-11-09", "2023-11-15"),
+        ("What did Alice do the month before June 2023?", "2023-05-01", "2023-05-31"),
+        ("What did Ben eat the day after the marathon?", "2023-05-15", "2023-05-15"),
+        ("What did Ben do the weekend before the marathon?", "2023-05-06", "2023-05-07"),
+        ("What did Ben do the weekend after the marathon?", "2023-05-20", "2023-05-21"),
     ],
 )
 def test_what_people_say_grounds(query: str, first: str, last: str) -> None:
@@ -182,6 +194,21 @@ def test_what_people_say_grounds(query: str, first: str, last: str) -> None:
     assert constraint.window is not None
     assert constraint.window.start.date().isoformat() == first
     assert constraint.window.end.date().isoformat() == last
+
+
+def test_the_weekend_before_last_is_a_time_not_a_relation() -> None:
+    [constraint] = induce("Where did we go the weekend before last?").times
+    assert constraint.relation is None
+    assert constraint.grounded
+
+
+def test_a_relation_to_a_date_keeps_the_year_after_its_comma() -> None:
+    # "August 3" alone is yearless; ", 2023" belongs to the anchor
+    [constraint] = induce("What did Ben do the week before August 3, 2023 with the kids?").times
+    assert constraint.anchor is not None
+    assert "2023" in constraint.anchor
+    assert constraint.window is not None
+    assert constraint.window.start.date().isoformat() == "2023-07-27"
 
 
 def test_relation_keeps_the_main_clause_in_the_need() -> None:

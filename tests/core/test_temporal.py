@@ -74,6 +74,35 @@ CASES = [
     ("on June 3rd", MON, "June 3rd", "2023-06-03", "2023-06-03", D),
     ("due 2023-07-01", MON, "2023-07-01", "2023-07-01", "2023-07-01", D),
     ("the other day", MON, "the other day", "2023-05-01", "2023-05-07", D),
+    (
+        "between August 11 and August 15 2021",
+        MON,
+        "between August 11 and August 15 2021",
+        "2021-08-11",
+        "2021-08-15",
+        D,
+    ),
+    (
+        "from 28 December to 3 January",
+        JAN,
+        "from 28 December to 3 January",
+        "2023-12-28",
+        "2024-01-03",
+        D,
+    ),
+    ("between May 3 and 7, 2022", MON, "between May 3 and 7, 2022", "2022-05-03", "2022-05-07", D),
+    ("the second week of May", MON, "the second week of May", "2023-05-08", "2023-05-14", W),
+    (
+        "the last week of February 2024",
+        MON,
+        "the last week of February 2024",
+        "2024-02-23",
+        "2024-02-29",
+        W,
+    ),
+    ("over the past 3 weeks", MON, "the past 3 weeks", "2023-04-17", "2023-05-08", D),
+    ("in the last two months", MON, "the last two months", "2023-03-08", "2023-05-08", D),
+    ("in March and April", MON, "in March and April", "2023-03-01", "2023-04-30", M),
 ]
 
 
