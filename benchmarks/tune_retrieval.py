@@ -60,6 +60,7 @@ def _run(configs: dict[str, RetrievalConfig], locomo: Path, lme: Path, out: Path
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "results" / "tune"))
+    parser.add_argument("--only", nargs="*", help="grids to run (default: all)")
     args = parser.parse_args()
     out = Path(args.out)
     locomo_all = DATA / "locomo_dev.json"
@@ -88,9 +89,12 @@ def main() -> None:
             "time_weight": {
                 f"time={w}": replace(base, time_weight=w) for w in (0.0, 0.25, 0.5, 1.0)
             },
+            "window_slots": {f"slots={n}": replace(base, window_slots=n) for n in (0, 1, 2, 3, 5)},
         }
         results = {}
         for name, configs in grids.items():
+            if args.only and name not in args.only:
+                continue
             results[name] = _run(configs, locomo, lme, out)
             print(f"\n== {name} (LoCoMo conv-26/30/41, LongMemEval_S dev30)")
             cols = list(next(iter(results[name].values())))
@@ -99,7 +103,8 @@ def main() -> None:
                 print(f"{setting:>14} " + " ".join(f"{row[c]:>22.3f}" for c in cols))
     path = ROOT / "benchmarks" / "results" / "tune_retrieval.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2))
+    earlier = json.loads(path.read_text()) if path.exists() else {}  # --only updates its grids
+    path.write_text(json.dumps(earlier | results, indent=2))
     print(f"\nwrote {path}")
 
 

@@ -70,6 +70,16 @@ class RetrievalConfig:
             against 10% of all turns. 0.5: LoCoMo R@5 0.682 / 0.691 / 0.696 / 0.688 for
             0 / 0.25 / 0.5 / 1 (temporal R@5 0.861 -> 0.922, D@1 0.308 -> 0.295); R@10 flat
             (0.781-0.784); LongMemEval dev30 unchanged.
+        window_slots: when the frame has a time window, this many of the window's best
+            memories *below* the relevant pool join the frame-consistent ones ahead (the
+            filtered search of the paper's stage 3, kept small so that a wide or wrong window
+            cannot fill the list). A narrow window ("last Saturday", "the second week of
+            November") holds few memories, and its evidence often shares few words with the
+            question. Chosen on LoCoMo dev conv-26/30/41 and LongMemEval_S dev30
+            (``benchmarks/tune_retrieval.py --only window_slots``): LoCoMo R@5 0.701 / 0.707 /
+            0.709 / 0.704 / 0.703 and R@10 0.784 / 0.787 / 0.787 / 0.784 / 0.779 for 0 / 1 /
+            2 / 3 / 5 slots, D@1 0.292 -> 0.290; LongMemEval dev30 unchanged. Flat for 1-3;
+            5 floods short lists with in-window small talk.
     """
 
     keys: EpisodicKeys = field(default_factory=EpisodicKeys)
@@ -83,6 +93,7 @@ class RetrievalConfig:
     window_padding: timedelta = timedelta(days=2)
     anchor_min_similarity: float = 0.35
     time_weight: float = 0.5
+    window_slots: int = 2
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
@@ -91,20 +102,37 @@ class RetrievalConfig:
         if self.time_weight < 0:
             msg = f"time_weight must not be negative, got {self.time_weight}"
             raise InvalidInputError(msg)
-        if self.validity_pool < 1 or self.depth < 1 or self.rrf_k < 0:
-            msg = f"validity_pool and depth must be positive, rrf_k non-negative: {self}"
+        if self.validity_pool < 1 or self.depth < 1 or self.rrf_k < 0 or self.window_slots < 0:
+            msg = (
+                "validity_pool and depth must be positive, rrf_k and window_slots non-negative:"
+                f" {self}"
+            )
             raise InvalidInputError(msg)
         if self.window_padding < timedelta(0):
             msg = f"window_padding must not be negative, got {self.window_padding}"
             raise InvalidInputError(msg)
 
 
+def mostly_within(event: TimeSpan, window: TimeSpan) -> bool:
+    """True when most of ``event`` lies in ``window``: its middle does, and it is no longer.
+
+    "Last week" is a Monday-to-Sunday week, and "the week before 16 November" is not: an event
+    known to the week counts for a week-long window it mostly overlaps. An event known only to
+    the month or year does not count for a shorter window. Computed on epoch seconds, as the
+    snapshot mask and the Chroma filter do."""
+    start, end = to_epoch(event.start), to_epoch(event.end)
+    first, last = to_epoch(window.start), to_epoch(window.end)
+    middle = start + (end - start) // 2
+    return first <= middle <= last and end - start <= last - first
+
+
 @dataclass(frozen=True, slots=True)
 class Conditions:
     """The grounded part of a frame, as conditions a memory can satisfy.
 
-    A memory is time-valid for a window when its event time lies inside the window or, when its
-    event time is unknown and session context is on, when its session span overlaps it.
+    A memory is time-valid for a window when its event time lies mostly inside the window
+    (:func:`mostly_within`) or, when its event time is unknown and session context is on, when
+    its session span overlaps it.
     """
 
     windows: tuple[tuple[str, TimeSpan], ...] = ()
@@ -147,8 +175,9 @@ class Conditions:
                     {
                         "$and": [
                             {"has_event": True},
-                            {"event_start": {"$gte": start}},
-                            {"event_end": {"$lte": end}},
+                            {"event_mid": {"$gte": start}},
+                            {"event_mid": {"$lte": end}},
+                            {"event_length": {"$lte": end - start}},
                         ]
                     }
                 )
@@ -178,7 +207,9 @@ class Conditions:
             ev, se = snapshot.event, snapshot.session
             for _, w in self.windows:
                 start, end = to_epoch(w.start), to_epoch(w.end)
-                timely |= ev.known & (ev.start >= start) & (ev.end <= end)
+                length = ev.end - ev.start
+                middle = ev.start + length // 2
+                timely |= ev.known & (middle >= start) & (middle <= end) & (length <= end - start)
                 if self.session_context:
                     timely |= ~ev.known & se.known & (se.start <= end) & (se.end >= start)
             ok &= timely
@@ -195,7 +226,7 @@ class Conditions:
         ctx = unit.context
         for text, w in self.windows:
             if ctx.event_time is not None:
-                if w.contains(ctx.event_time):
+                if mostly_within(ctx.event_time, w):
                     met.append(f"event {describe(ctx.event_time)} within {text!r}")
             elif (
                 self.session_context
@@ -564,6 +595,18 @@ class Retriever:
 
     # ------------------------------------------------------------------ the final list
 
+    @staticmethod
+    def _beyond_pool(ranking: Ranking, mask: Mask, pooled: Sequence[int], slots: int) -> list[int]:
+        """The ``slots`` best frame-consistent memories that are not in the relevant pool."""
+        rows = np.flatnonzero(mask & np.isfinite(ranking.fused))
+        n = min(len(rows), len(pooled) + slots)
+        if n == 0:
+            return []
+        best = rows[np.argpartition(-ranking.fused[rows], n - 1)[:n]]
+        best = best[np.argsort(-ranking.fused[best], kind="stable")]
+        taken = set(pooled)
+        return [int(r) for r in best if int(r) not in taken][:slots]
+
     def retrieve(self, namespace: str, frame: RecallFrame, k: int = 10) -> list[Evidence]:
         """The top ``k`` evidence for ``frame``: valid memories first inside the relevant pool,
         then the other relevant ones in content order."""
@@ -588,6 +631,10 @@ class Retriever:
         if conditions and cfg.context_ranking:
             mask = conditions.mask(snap)
             valid = [row for row in order[: cfg.validity_pool] if mask[row]]
+            if conditions.windows and cfg.window_slots:
+                valid += self._beyond_pool(
+                    ranking, mask, order[: cfg.validity_pool], cfg.window_slots
+                )
         first = set(valid)
         chosen = [(row, True) for row in valid]
         chosen += [(row, False) for row in order if row not in first]

@@ -71,6 +71,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-own": RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)),
     "no-speaker": RetrievalConfig(keys=EpisodicKeys(speaker_weight=0.0)),
     "no-when": RetrievalConfig(time_weight=0.0),
+    "no-slots": RetrievalConfig(window_slots=0),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

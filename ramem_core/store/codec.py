@@ -25,17 +25,24 @@ NONE = "-"  # placeholder for an empty list: Chroma rejects empty list metadata
 
 
 def _span_fields(prefix: str, span: TimeSpan | None) -> dict[str, Any]:
+    """A span as flat fields; with its middle and length too, which Chroma filters cannot
+    compute from the bounds ("most of the event lies in the window")."""
     if span is None:
         return {
             f"has_{prefix}": False,
             f"{prefix}_start": 0,
             f"{prefix}_end": 0,
+            f"{prefix}_mid": 0,
+            f"{prefix}_length": 0,
             f"{prefix}_granularity": "",
         }
+    start, end = to_epoch(span.start), to_epoch(span.end)
     return {
         f"has_{prefix}": True,
-        f"{prefix}_start": to_epoch(span.start),
-        f"{prefix}_end": to_epoch(span.end),
+        f"{prefix}_start": start,
+        f"{prefix}_end": end,
+        f"{prefix}_mid": start + (end - start) // 2,
+        f"{prefix}_length": end - start,
         f"{prefix}_granularity": span.granularity.value,
     }
 

@@ -407,9 +407,12 @@ class Snapshot:
         return mask
 
     def covers(self, span: TimeSpan) -> bool:
-        """True when some memory was said or happened within ``span``."""
+        """True when some memory was said or happened within ``span``.
+
+        A memory happened within it when its whole event time lies inside: an event known only
+        to the year ("in 2019") does not make every week of that year covered."""
         start, end = to_epoch(span.start), to_epoch(span.end)
         ses, ev = self.session, self.event
         said = ses.known & (ses.start <= end) & (ses.end >= start)
-        happened = ev.known & (ev.start <= end) & (ev.end >= start)
+        happened = ev.known & (ev.start >= start) & (ev.end <= end)
         return bool(said.any() or happened.any())

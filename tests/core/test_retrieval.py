@@ -10,7 +10,19 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from ramem_core import ChromaStore, Conversation, RaMem, RecallFrame, RetrievalConfig, Session, Turn
+from ramem_core import (
+    ChromaStore,
+    Conversation,
+    EpisodicContext,
+    Granularity,
+    MemoryUnit,
+    RaMem,
+    RecallFrame,
+    RetrievalConfig,
+    Session,
+    TimeSpan,
+    Turn,
+)
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.retrieval import CONTENT_ONLY, Conditions
 from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
@@ -137,6 +149,62 @@ def test_chroma_filter_and_bm25_mask_select_the_same_memories(memory: RaMem, que
     assert all(conditions.satisfied(u) for u in index.units if u.id in masked)
 
 
+def test_an_event_counts_for_a_window_it_mostly_lies_in(memory: RaMem) -> None:
+    said = TimeSpan(
+        datetime(2023, 11, 16, 18, 0), datetime(2023, 11, 16, 19, 0), Granularity.INSTANT
+    )
+
+    def unit(uid: str, start: datetime, end: datetime, granularity: Granularity) -> MemoryUnit:
+        event = TimeSpan(start, end.replace(hour=23, minute=59, second=59), granularity)
+        context = EpisodicContext("S", "c", said, event, participants=("Ben",), speaker="Ben")
+        return MemoryUnit(uid, f"Ben: trip {uid}", context)
+
+    memory.add_units(
+        [
+            # Monday to Sunday, 6-12 November: most of it lies in 9-15 November (padded 7-17)
+            unit("week", datetime(2023, 11, 6), datetime(2023, 11, 12), Granularity.WEEK),
+            unit("day", datetime(2023, 11, 10), datetime(2023, 11, 10), Granularity.DAY),
+            # the week before: only its Sunday lies in the padded window
+            unit("early", datetime(2023, 10, 30), datetime(2023, 11, 5), Granularity.WEEK),
+            # known to the month only: longer than the window, so no evidence of the week
+            unit("month", datetime(2023, 11, 1), datetime(2023, 11, 30), Granularity.MONTH),
+        ]
+    )
+    frame = memory.frame("Where was Ben the week before 16 November 2023?")
+    conditions = Conditions.of(frame, padding=RetrievalConfig().window_padding)
+    snap = memory.retriever.snapshot(memory.namespace)
+    masked = {snap.units[i].id for i in conditions.mask(snap).nonzero()[0]}
+    filtered = {u.id for u in memory.store.get(memory.namespace, where=conditions.where())}
+    assert masked == filtered == {"week", "day"}
+    timely = {u.id for u in snap.units if any("within" in m for m in conditions.satisfied(u))}
+    assert timely == masked
+
+
+def test_a_year_long_event_does_not_cover_every_week_of_its_year(memory: RaMem) -> None:
+    def said(day: datetime) -> TimeSpan:
+        return TimeSpan(day, day.replace(hour=23), Granularity.INSTANT)
+
+    year = TimeSpan(datetime(2022, 1, 1), datetime(2022, 12, 31, 23, 59, 59), Granularity.YEAR)
+    memory.add_units(
+        [
+            MemoryUnit(
+                "a", "Ben: a quiet week", EpisodicContext("A", "c", said(datetime(2023, 11, 10)))
+            ),
+            MemoryUnit(
+                "b",
+                "Ben: I moved in 2022",
+                EpisodicContext("B", "c", said(datetime(2023, 11, 16)), year),
+            ),
+        ]
+    )
+    # November 2022 lies in the 2022 event's year, but nothing is known to have happened in
+    # its second week: only November 2023 holds a memory of that week
+    [constraint] = memory.frame("What did Ben do in the second week of November?").times
+    assert constraint.grounded
+    assert constraint.window is not None
+    assert constraint.window.start == datetime(2023, 11, 8)
+
+
 def test_session_context_switch_changes_the_filter(memory: RaMem) -> None:
     memory.add_conversation(two_trips())
     frame = memory.frame("What did Ben say in March?")
@@ -221,14 +289,55 @@ def test_valid_memories_move_ahead_only_inside_the_relevant_pool(store: ChromaSt
     # the relevant memory outside the window is not pushed out by 40 valid ones
     assert "M:1" in {e.unit.source_ids[0] for e in evidence}
     contextual = [e for e in evidence if e.contextual]
-    assert len(contextual) <= 5  # only valid memories of the relevant pool moved ahead
+    # the valid memories of the relevant pool moved ahead, and the window's two best below it
+    assert len(contextual) <= 5 + RetrievalConfig().window_slots
     assert all(e.satisfied for e in contextual)
     assert [e.rank for e in evidence] == list(range(1, 11))
     scores = [e.score for e in evidence]
     assert scores == sorted(scores, reverse=True)
-    # with a pool of one, at most one memory is moved
-    narrow = RaMem(store, config=RetrievalConfig(validity_pool=1), counter=WordCounter())
+    # with a pool of one and no slots, at most one memory is moved
+    narrow = RaMem(
+        store, config=RetrievalConfig(validity_pool=1, window_slots=0), counter=WordCounter()
+    )
     assert sum(e.contextual for e in narrow.recall(query, k=10)) <= 1
+
+
+def test_a_narrow_window_reaches_below_the_relevant_pool(store: ChromaStore) -> None:
+    # thirty evenings of concert talk; the one concert last Saturday shares few words with
+    # the question, so content ranks it below all of them
+    sessions = [
+        Session(
+            f"C{day}",
+            (Turn(f"C{day}:1", "user", f"I love concert nights, concert number {day} was fun."),),
+            datetime(2023, 3, 1 + day, 20, 0),
+        )
+        for day in range(30)
+    ]
+    sessions.append(
+        Session(
+            "S",
+            (
+                Turn("S:1", "user", "We saw Queen live with my parents, what a show."),
+                Turn("S:2", "user", "The parking was a nightmare though."),
+            ),
+            datetime(2023, 4, 15, 21, 0),
+        )
+    )
+    memory = RaMem(store, counter=WordCounter())
+    memory.add_conversation(Conversation("c", tuple(sessions)))
+    query = "Who did I go to the concert with last Saturday?"
+    at = datetime(2023, 4, 22, 9, 0)
+    assert memory.frame(query, at=at).grounded_times
+    assert "S:1" not in [e.unit.source_ids[0] for e in content_only(store).recall(query, k=20)]
+    evidence = memory.recall(query, k=10, at=at)
+    ids = [e.unit.source_ids[0] for e in evidence]
+    # the window's best memories below the pool come first, then the relevant others
+    assert set(ids[:2]) == {"S:1", "S:2"}
+    assert all(e.contextual for e in evidence[:2])
+    assert all(i.startswith("C") for i in ids[2:])
+    # without the slots, only the pool's valid memories (here none) move
+    pooled = RaMem(store, config=RetrievalConfig(window_slots=0), counter=WordCounter())
+    assert "S:1" not in [e.unit.source_ids[0] for e in pooled.recall(query, k=10, at=at)]
 
 
 def test_a_neighbours_words_find_a_turn(memory: RaMem) -> None:
@@ -579,3 +688,17 @@ def test_cached_cosines_belong_to_their_snapshot_object(memory: RaMem) -> None:
     stale = np.full_like(want, 7.0)
     retriever._cosines[(id(snap), query)] = (gone, stale)  # as if snap reused that id
     np.testing.assert_allclose(retriever.cosines(snap, query), want)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"window_slots": -1},
+        {"validity_pool": 0},
+        {"time_weight": -0.5},
+        {"dense": False, "lexical": False},
+    ],
+)
+def test_a_bad_retrieval_setting_is_named(bad: dict[str, object]) -> None:
+    with pytest.raises(InvalidInputError, match=next(iter(bad))):
+        RetrievalConfig(**bad)  # type: ignore[arg-type]
