@@ -58,8 +58,9 @@ class RetrievalConfig:
         validity_pool: how many of the content ranking's best memories form the relevant
             pool in which frame-consistent ones move ahead. Chosen on LoCoMo dev conv-26/30/41
             and LongMemEval_S dev30 (``benchmarks/tune_retrieval.py``): flat, LoCoMo R@10
-            0.776-0.784 and LongMemEval unchanged for 10-100; 10 and 20 tie on R@10, 20 has the
-            better temporal R@10 (0.944 vs 0.933).
+            0.789 / 0.787 / 0.779 / 0.779 / 0.776 for 10 / 20 / 30 / 50 / 100 and LongMemEval
+            unchanged; 10 and 20 differ by one question, 20 has the better temporal R@10
+            (0.944 vs 0.933).
         window_padding: a frame's time windows are widened by this much on each side
             (LongMemEval's reference implementation pads by two days).
         anchor_min_similarity: cosine needed to accept a memory as a relation's anchor event.
@@ -67,9 +68,9 @@ class RetrievalConfig:
             memories that say when (an event time or a mentioned time) gain
             ``time_weight / (rrf_k + 1)``; part of the frame (off with ``context_ranking``).
             In LoCoMo conv-26/30/41, 76% of the evidence turns of temporal questions say when,
-            against 10% of all turns. 0.5: LoCoMo R@5 0.682 / 0.691 / 0.696 / 0.688 for
-            0 / 0.25 / 0.5 / 1 (temporal R@5 0.861 -> 0.922, D@1 0.308 -> 0.295); R@10 flat
-            (0.781-0.784); LongMemEval dev30 unchanged.
+            against 10% of all turns. 0.5: LoCoMo R@5 0.695 / 0.704 / 0.709 / 0.704 for
+            0 / 0.25 / 0.5 / 1 (temporal R@5 0.872 -> 0.933, D@1 0.300 -> 0.290); R@10 flat
+            (0.784-0.787); LongMemEval dev30 unchanged.
         window_slots: when the frame has a time window, this many of the window's best
             memories *below* the relevant pool join the frame-consistent ones ahead (the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window

@@ -65,18 +65,21 @@ class EpisodicKeys:
         session_weight: weight of the session-document rank in the fused score (0 turns it
             off). 4: LoCoMo R@10 0.761 / 0.762 / 0.768 / 0.758 for 2 / 3 / 4 / 6.
         window: turns on each side whose vectors form the dense window key (0 turns it off).
-            1: window 2 costs 0.011 LoCoMo R@10 and 0.018 D@1 (own_weight 0.25).
+            1: window 2 costs 0.001 LoCoMo R@10 and 0.013 D@1 (own_weight 0.25).
         speaker_weight: a memory said by a person the query names gains
             ``speaker_weight / (rrf_k + 1)`` (a rank-0 place in a list of that person's
             memories); 0 turns it off. In conv-26/30/41, 83% of the evidence turns of a
             question that names one of the two speakers are said by that speaker. 0.5: LoCoMo
-            R@10 0.767 / 0.772 / 0.784 / 0.782 / 0.778 for 0 / 0.25 / 0.5 / 1 / 2 (flat from
-            0.5; multi-hop 0.436 -> 0.476, R@5 0.653 -> 0.696); LongMemEval questions name no
-            speaker (unchanged).
+            R@10 0.772 / 0.777 / 0.787 / 0.785 / 0.781 for 0 / 0.25 / 0.5 / 1 / 2 (flat from
+            0.5; multi-hop 0.436 -> 0.476, R@5 0.666 -> 0.709); LongMemEval questions name no
+            speaker (unchanged). It costs temporal R@10 one question (0.956 -> 0.944) and gains
+            temporal R@5 (0.900 -> 0.933); switching it off for questions that ask *when*
+            alone gave R@10 0.789 but R@5 0.701 and D@1 0.298 (not taken).
         own_weight: weight of the reciprocal ranks of the memory's own content (own words,
             own vector) added to the fused score (0 turns it off). 0.25: LongMemEval dev30 turn
             R@1 0.476 -> 0.619 (neighbour keys alone blur which turn of an episode says it);
-            LoCoMo R@10 0.785 / 0.784 / 0.774 / 0.755 for 0 / 0.25 / 0.5 / 1.
+            LoCoMo R@10 0.787 / 0.787 / 0.780 / 0.768 for 0 / 0.25 / 0.5 / 1 (R@5 0.720 /
+            0.709 / 0.686 / 0.651: LoCoMo alone would take 0).
     """
 
     neighbours: tuple[float, ...] = (0.5, 0.25)
