@@ -96,6 +96,9 @@ def _offset_span(anchor: TimeSpan, amount: int, unit: str, relation: Relation) -
     return year_span(moment.year + sign * amount)
 
 
+_PERIOD_DAYS = {"day": 0, "week": 6, "year": 364}  # days after the first of the period
+
+
 def _adjacent_span(anchor: TimeSpan, period: str, relation: Relation) -> TimeSpan:
     """The period right before or after ``anchor``: "the week before 16 November" is the seven
     days up to 15 November; "the weekend after the trip" the first weekend after it."""
@@ -113,13 +116,13 @@ def _adjacent_span(anchor: TimeSpan, period: str, relation: Relation) -> TimeSpa
         if period == "month":
             start = datetime(*shift_months(anchor.start, -1), min(anchor.start.day, 28))
         else:
-            start = day_span(end).start - timedelta(days={"day": 0, "week": 6, "year": 364}[period])
+            start = day_span(end).start - timedelta(days=_PERIOD_DAYS[period])
         return TimeSpan(day_span(start).start, end, Granularity.DAY)
     start = day_span(anchor.end).end + _SECOND
     if period == "month":
         last = datetime(*shift_months(anchor.end, 1), min(anchor.end.day, 28))
     else:
-        last = start + timedelta(days={"day": 0, "week": 6, "year": 364}[period])
+        last = start + timedelta(days=_PERIOD_DAYS[period])
     return TimeSpan(start, day_span(last).end, Granularity.DAY)
 
 

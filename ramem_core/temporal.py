@@ -261,15 +261,20 @@ def _month_year(m: re.Match[str], ref: datetime) -> Resolved | None:
     return Resolved(month_span(int(m.group("year")), MONTHS[m.group("month").lower()]))
 
 
-def _full_date(m: re.Match[str], ref: datetime) -> Resolved | None:
+def _parse_date(text: str, ref: datetime) -> datetime | None:
+    """One written date ("May 7, 2023", "3rd of June"), a missing year taken from ``ref``."""
     import dateparser  # heavy import, only when a date string is present
 
-    text = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", m.group(0), flags=re.IGNORECASE)
-    parsed = dateparser.parse(
+    text = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", text, flags=re.IGNORECASE)
+    return dateparser.parse(
         text.replace(",", " "),
         languages=["en"],
         settings={"RELATIVE_BASE": ref, "PREFER_DAY_OF_MONTH": "first", "STRICT_PARSING": False},
     )
+
+
+def _full_date(m: re.Match[str], ref: datetime) -> Resolved | None:
+    parsed = _parse_date(m.group(0), ref)
     if parsed is None:
         return None
     has_year = re.search(_YEAR_RE, m.group(0)) is not None
@@ -282,24 +287,14 @@ def _full_date(m: re.Match[str], ref: datetime) -> Resolved | None:
 def _day_range(m: re.Match[str], ref: datetime) -> Resolved | None:
     """ "between August 11 and August 15 2023", "from 3 May to 5 May", "between May 3 and 7":
     the days from the first to the last; a year given once applies to both."""
-    import dateparser  # heavy import, only when a date string is present
-
-    def parse(text: str) -> datetime | None:
-        text = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", text, flags=re.IGNORECASE)
-        return dateparser.parse(
-            text.replace(",", " "),
-            languages=["en"],
-            settings={"RELATIVE_BASE": ref, "PREFER_DAY_OF_MONTH": "first"},
-        )
-
-    first = parse(m.group("a"))
+    first = _parse_date(m.group("a"), ref)
     if first is None:
         return None
     bare = re.match(r"(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+\d{4})?$", m.group("b"), re.IGNORECASE)
     if bare is not None:  # "between May 3 and 7"
         last: datetime | None = first.replace(day=int(bare.group(1)))
     else:
-        last = parse(m.group("b"))
+        last = _parse_date(m.group("b"), ref)
     if last is None:
         return None
     years = [re.search(_YEAR_RE, m.group(g)) for g in ("a", "b")]
