@@ -145,17 +145,17 @@ def _with_year(span: TimeSpan, year: int) -> TimeSpan | None:
     """A yearless span ("in May", "in the summer", "between May and July") moved to start in
     ``year``."""
     shift = year - span.start.year
-    if span.granularity is Granularity.MONTH:
-        first = month_span(year, span.start.month)
-        end_year, end_month = shift_months(first.start, _months_between(span.start, span.end))
-        return TimeSpan(first.start, month_span(end_year, end_month).end, Granularity.MONTH)
     try:
+        if span.granularity is Granularity.MONTH:
+            first = month_span(year, span.start.month)
+            end_year, end_month = shift_months(first.start, _months_between(span.start, span.end))
+            return TimeSpan(first.start, month_span(end_year, end_month).end, Granularity.MONTH)
         return TimeSpan(
             span.start.replace(year=span.start.year + shift),
             span.end.replace(year=span.end.year + shift),
             span.granularity,
         )
-    except ValueError:  # 29 February in a common year
+    except ValueError:  # 29 February in a common year; a year outside 1-9999
         return None
 
 
@@ -259,17 +259,21 @@ class RuleFrameInducer:
         if anchor is None:
             reason = f"anchor {anchor_text!r} not found unambiguously in memory"
             return TimeConstraint(text, None, False, relation, anchor_text, reason)
-        if m.group("period"):
-            if relation is Relation.DURING:
-                return TimeConstraint(text, None, False, relation, anchor_text, "vague period")
-            window: TimeSpan | None = _adjacent_span(anchor, m.group("period").lower(), relation)
-        elif m.group("n"):
-            amount = number_word(m.group("n"))
-            if amount is None or relation is Relation.DURING:
-                return TimeConstraint(text, None, False, relation, anchor_text, "vague offset")
-            window = _offset_span(anchor, amount, m.group("unit").lower(), relation)
-        else:
-            window = relation_window(anchor, relation, memory)
+        if relation is Relation.DURING and (m.group("period") or m.group("n")):
+            return TimeConstraint(text, None, False, relation, anchor_text, "vague offset")
+        amount = number_word(m.group("n")) if m.group("n") else 1
+        if amount is None:
+            return TimeConstraint(text, None, False, relation, anchor_text, "vague offset")
+        try:
+            window: TimeSpan | None
+            if m.group("period"):
+                window = _adjacent_span(anchor, m.group("period").lower(), relation)
+            elif m.group("n"):
+                window = _offset_span(anchor, amount, m.group("unit").lower(), relation)
+            else:
+                window = relation_window(anchor, relation, memory)
+        except (ValueError, OverflowError):  # past the ends of the calendar
+            return TimeConstraint(text, None, False, relation, anchor_text, "outside the calendar")
         if window is None or not window.overlaps(memory):
             return TimeConstraint(
                 text, window, False, relation, anchor_text, "outside the conversation's dates"

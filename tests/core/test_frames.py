@@ -261,3 +261,24 @@ def test_questions_asking_when_are_recognised(query: str, asks: bool) -> None:
     from ramem_core.frames import asks_for_time
 
     assert asks_for_time(query) is asks
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What did we do in March?",
+        "What happened the week after the marathon?",
+        "What did Ben do 999 years after the marathon?",
+        "Where was Ben between December 28 and January 3?",
+        "What did we do in the last 999 years?",
+    ],
+)
+@pytest.mark.parametrize("year", [1, 9999])
+def test_frames_at_the_ends_of_the_calendar_ground_nothing_and_never_raise(
+    query: str, year: int
+) -> None:
+    day = TimeSpan(datetime(year, 1, 1), datetime(year, 12, 30, 23), Granularity.INSTANT)
+    marathon = MemoryUnit("m", "Ben: the marathon", EpisodicContext("S", "c", day))
+    context = FrameContext(now=day.end, memory_range=day, locate=lambda _phrase: marathon)
+    frame = induce(query, context)
+    assert all(t.window is None or t.window.overlaps(day) for t in frame.grounded_times)
