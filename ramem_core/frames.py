@@ -46,6 +46,7 @@ _RELATION = re.compile(
     re.IGNORECASE,
 )
 _SECOND = timedelta(seconds=1)
+_LEADING_PREPOSITION = re.compile(r"\b(?:in|on|at|during|over|within|by)\s+$", re.IGNORECASE)
 # the anchor phrase ends where the main clause resumes: "after the trip | did Ben ..."
 _CLAUSE = re.compile(
     r"\s+(?:did|do|does|was|were|had|have|has|is|are|will|would|when|that|and)\b.*$",
@@ -206,7 +207,9 @@ class RuleFrameInducer:
 
         need = query
         for start, end in sorted(removed, reverse=True):
-            need = need[:start] + need[end:]
+            # with the preposition that led to it: "Where was Tim in the week before X?"
+            lead = _LEADING_PREPOSITION.search(need[:start])
+            need = need[: lead.start() if lead else start] + need[end:]
         need = re.sub(r"\s+([?.!,])", r"\1", " ".join(need.split())) or query
         return RecallFrame(query, need, context.now, tuple(times), participants)
 

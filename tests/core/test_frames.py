@@ -112,6 +112,9 @@ def test_no_constraint_means_ungrounded_frame_and_whole_need() -> None:
 
 def test_need_drops_grounded_time_words() -> None:
     assert induce("What did the doctor say last August?").need == "What did the doctor say?"
+    # the preposition that led to the time goes with it
+    assert induce("Where was Ben in the week before 16 November 2023?").need == "Where was Ben?"
+    assert induce("What did Alice read in May?").need == "What did Alice read?"
 
 
 def test_relation_to_an_event_found_in_memory() -> None:
