@@ -316,6 +316,30 @@ def _day_range(m: re.Match[str], ref: datetime) -> Resolved | None:
     return Resolved(days_span(first, last), yearless=years[0] is None and years[1] is None)
 
 
+_MONTH_PARTS = {
+    "early": (1, 10),
+    "beginning": (1, 10),
+    "start": (1, 10),
+    "mid": (11, 20),
+    "late": (21, 31),
+    "end": (21, 31),
+    "first": (1, 15),
+    "second": (16, 31),
+}
+
+
+def _part_of_month(m: re.Match[str], ref: datetime) -> Resolved | None:
+    """ "early May" (1-10), "mid-May", "late May" / "the end of May" (21-31), "the first half
+    of September" (1-15), "the second half" (16-31)."""
+    month = MONTHS[m.group("month").lower()]
+    year = int(m.group("year")) if m.group("year") else _nearest_year(ref, month)
+    part = (m.group("part") or m.group("half") or m.group("edge")).lower()
+    first, last = _MONTH_PARTS[part]
+    last = min(last, calendar.monthrange(year, month)[1])
+    span = days_span(datetime(year, month, first), datetime(year, month, last))
+    return Resolved(span, yearless=not m.group("year"))
+
+
 _ORDINAL_WEEKS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3}
 _ORDINAL_WEEKS |= {"fourth": 4, "4th": 4, "last": 0}
 
@@ -468,6 +492,12 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver]] = [
         (
             rf"\bthe\s+(?:last|past|previous)\s+(?P<n>{NUMBER_PATTERN})\s+(?P<unit>{_UNIT_RE})\b",
             _trailing,
+        ),
+        (
+            rf"\b(?:(?:the\s+)?(?P<half>first|second)\s+half\s+of\s+|(?P<part>early|mid|late)[-\s]*"
+            rf"|(?:the\s+)?(?P<edge>beginning|start|end)\s+of\s+)(?P<month>{_MONTH_RE})\b"
+            rf"(?!\s*\d{{1,2}}\b)(?:,?\s+(?:of\s+)?(?P<year>{_YEAR_RE})\b)?",
+            _part_of_month,
         ),
         (rf"\b(?P<part>early|mid|late)[-\s]+(?P<year>{_YEAR_RE})\b", _part_of_year),
         (

@@ -103,6 +103,18 @@ CASES = [
     ("over the past 3 weeks", MON, "the past 3 weeks", "2023-04-17", "2023-05-08", D),
     ("in the last two months", MON, "the last two months", "2023-03-08", "2023-05-08", D),
     ("in March and April", MON, "in March and April", "2023-03-01", "2023-04-30", M),
+    ("in early June", MON, "early June", "2023-06-01", "2023-06-10", D),
+    ("mid-April we met", MON, "mid-April", "2023-04-11", "2023-04-20", D),
+    ("at the end of February 2024", MON, "the end of February 2024", "2024-02-21", "2024-02-29", D),
+    (
+        "the first half of September 2022",
+        MON,
+        "the first half of September 2022",
+        "2022-09-01",
+        "2022-09-15",
+        D,
+    ),
+    ("the second half of April", MON, "the second half of April", "2023-04-16", "2023-04-30", D),
 ]
 
 
