@@ -285,9 +285,11 @@ class Ranking:
     dense: Scores | None
     lexical: Scores | None
 
-    def top(self, n: int) -> list[int]:
-        """Rows of the ``n`` best memories with a finite score, best first."""
-        rows = np.flatnonzero(np.isfinite(self.fused))
+    def top(self, n: int, among: Mask | None = None) -> list[int]:
+        """Rows of the ``n`` best memories with a finite score (of those ``among`` selects),
+        best first."""
+        finite = np.isfinite(self.fused)
+        rows = np.flatnonzero(finite if among is None else finite & among)
         n = min(n, len(rows))
         if n <= 0:
             return []
@@ -599,14 +601,9 @@ class Retriever:
     @staticmethod
     def _beyond_pool(ranking: Ranking, mask: Mask, pooled: Sequence[int], slots: int) -> list[int]:
         """The ``slots`` best frame-consistent memories that are not in the relevant pool."""
-        rows = np.flatnonzero(mask & np.isfinite(ranking.fused))
-        n = min(len(rows), len(pooled) + slots)
-        if n == 0:
-            return []
-        best = rows[np.argpartition(-ranking.fused[rows], n - 1)[:n]]
-        best = best[np.argsort(-ranking.fused[best], kind="stable")]
         taken = set(pooled)
-        return [int(r) for r in best if int(r) not in taken][:slots]
+        best = ranking.top(len(taken) + slots, among=mask)
+        return [row for row in best if row not in taken][:slots]
 
     def retrieve(self, namespace: str, frame: RecallFrame, k: int = 10) -> list[Evidence]:
         """The top ``k`` evidence for ``frame``: valid memories first inside the relevant pool,

@@ -124,6 +124,12 @@ def _nearest_year(ref: datetime, month: int, day: int = 1) -> int:
     return best
 
 
+def _year_or_nearest(m: re.Match[str], ref: datetime, month: int) -> int:
+    """The year the expression gives, else the one whose ``month`` lies closest to ``ref``
+    (the caller marks the result yearless)."""
+    return int(m.group("year")) if m.group("year") else _nearest_year(ref, month)
+
+
 # --------------------------------------------------------------------------- resolvers
 
 
@@ -181,7 +187,7 @@ def _two_months(m: re.Match[str], ref: datetime) -> Resolved | None:
     first, last = MONTHS[m.group("first").lower()], MONTHS[m.group("last").lower()]
     if last < first:
         return None  # "in December and January" is rare and ambiguous in its year
-    year = int(m.group("year")) if m.group("year") else _nearest_year(ref, first)
+    year = _year_or_nearest(m, ref, first)
     span = TimeSpan(month_span(year, first).start, month_span(year, last).end, Granularity.MONTH)
     return Resolved(span, yearless=not m.group("year"))
 
@@ -332,7 +338,7 @@ def _part_of_month(m: re.Match[str], ref: datetime) -> Resolved | None:
     """ "early May" (1-10), "mid-May", "late May" / "the end of May" (21-31), "the first half
     of September" (1-15), "the second half" (16-31)."""
     month = MONTHS[m.group("month").lower()]
-    year = int(m.group("year")) if m.group("year") else _nearest_year(ref, month)
+    year = _year_or_nearest(m, ref, month)
     part = (m.group("part") or m.group("half") or m.group("edge")).lower()
     first, last = _MONTH_PARTS[part]
     last = min(last, calendar.monthrange(year, month)[1])
@@ -347,7 +353,7 @@ _ORDINAL_WEEKS |= {"fourth": 4, "4th": 4, "last": 0}
 def _week_of_month(m: re.Match[str], ref: datetime) -> Resolved | None:
     """ "the second week of November": days 8-14; "the last week of June": its last 7 days."""
     month = MONTHS[m.group("month").lower()]
-    year = int(m.group("year")) if m.group("year") else _nearest_year(ref, month)
+    year = _year_or_nearest(m, ref, month)
     whole = month_span(year, month)
     nth = _ORDINAL_WEEKS[m.group("nth").lower()]
     if nth:
