@@ -120,11 +120,16 @@ def mostly_within(event: TimeSpan, window: TimeSpan) -> bool:
     "Last week" is a Monday-to-Sunday week, and "the week before 16 November" is not: an event
     known to the week counts for a week-long window it mostly overlaps. An event known only to
     the month or year does not count for a shorter window. Computed on epoch seconds, as the
-    snapshot mask and the Chroma filter do."""
+    snapshot mask and the Chroma filter (``event_mid``, ``event_length``) do."""
     start, end = to_epoch(event.start), to_epoch(event.end)
-    first, last = to_epoch(window.start), to_epoch(window.end)
-    middle = start + (end - start) // 2
-    return first <= middle <= last and end - start <= last - first
+    return bool(_mostly_within(start, end, to_epoch(window.start), to_epoch(window.end)))
+
+
+def _mostly_within(start: Any, end: Any, first: int, last: int) -> Any:
+    """:func:`mostly_within` on epoch seconds: ``start``/``end`` are ints or arrays of them."""
+    length = end - start
+    middle = start + length // 2
+    return (middle >= first) & (middle <= last) & (length <= last - first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +213,7 @@ class Conditions:
             ev, se = snapshot.event, snapshot.session
             for _, w in self.windows:
                 start, end = to_epoch(w.start), to_epoch(w.end)
-                length = ev.end - ev.start
-                middle = ev.start + length // 2
-                timely |= ev.known & (middle >= start) & (middle <= end) & (length <= end - start)
+                timely |= ev.known & _mostly_within(ev.start, ev.end, start, end)
                 if self.session_context:
                     timely |= ~ev.known & se.known & (se.start <= end) & (se.end >= start)
             ok &= timely
