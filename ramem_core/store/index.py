@@ -79,7 +79,10 @@ class EpisodicKeys:
             own vector) added to the fused score (0 turns it off). 0.25: LongMemEval dev30 turn
             R@1 0.476 -> 0.619 (neighbour keys alone blur which turn of an episode says it);
             LoCoMo R@10 0.787 / 0.787 / 0.780 / 0.768 for 0 / 0.25 / 0.5 / 1 (R@5 0.720 /
-            0.709 / 0.686 / 0.651: LoCoMo alone would take 0).
+            0.709 / 0.686 / 0.651: LoCoMo alone would take 0). The extreme, ordering each
+            session's memories in the returned list by their own content alone, gave LoCoMo
+            conv-26/30/41 R@5 0.709 -> 0.618 and R@10 0.787 -> 0.750 with LongMemEval dev30
+            turn R@1 unchanged (not taken).
     """
 
     neighbours: tuple[float, ...] = (0.5, 0.25)
