@@ -184,12 +184,9 @@ def _trailing(m: re.Match[str], ref: datetime) -> Resolved | None:
 
 def _two_months(m: re.Match[str], ref: datetime) -> Resolved | None:
     """ "in March and April (2023)": both months, and any between them."""
-    first, last = MONTHS[m.group("first").lower()], MONTHS[m.group("last").lower()]
-    if last < first:
+    if MONTHS[m.group("last").lower()] < MONTHS[m.group("first").lower()]:
         return None  # "in December and January" is rare and ambiguous in its year
-    year = _year_or_nearest(m, ref, first)
-    span = TimeSpan(month_span(year, first).start, month_span(year, last).end, Granularity.MONTH)
-    return Resolved(span, yearless=not m.group("year"))
+    return _month_range(m, ref)  # "between March and April", which may cross New Year
 
 
 def _relative_period(m: re.Match[str], ref: datetime) -> Resolved | None:
