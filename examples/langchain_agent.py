@@ -60,7 +60,7 @@ def main() -> None:
             {"messages": [("user", q["question"])]}, context=MemoryContext(user_id="alice")
         )
         print(f"A: {result['messages'][-1].text}")
-    print(f"\nthe exchanges were recorded: {memory.count('alice')} memories in 'alice'")
+    print(f"\nthe exchanges were recorded: {memory.count(namespace='alice')} memories in 'alice'")
 
 
 if __name__ == "__main__":

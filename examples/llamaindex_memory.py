@@ -46,7 +46,7 @@ async def run(path: str | None) -> None:
     )
     for role, text in CHAT:
         await chat_memory.aput(ChatMessage(role=role, content=text))
-    print(f"memories in 'alice' after the chat: {memory.count('alice')}")
+    print(f"memories in 'alice' after the chat: {memory.count(namespace='alice')}")
     for question in (
         "When did Biscuit see the vet?",
         "What did the doctor tell Alice in February?",

@@ -17,7 +17,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError(msg) from exc
 from pydantic import ConfigDict, Field
 
-from ramem_core import RaMem
+from ramem_core import DEFAULT_K, RaMem
 
 
 def _pick(values: dict[str, Any], key: str | None, skip: set[str], what: str) -> str:
@@ -44,7 +44,7 @@ class RaMemMemory(BaseMemory):
     memory_key: str = "history"
     input_key: str | None = None
     output_key: str | None = None
-    k: int = 5
+    k: int = DEFAULT_K
     max_tokens: int | None = 1500
     namespace: str | None = None
     conversation_id: str = "chain"
@@ -80,4 +80,4 @@ class RaMemMemory(BaseMemory):
 
     def clear(self) -> None:
         """Forget everything in this memory's namespace."""
-        self.memory.drop(self.namespace)
+        self.memory.drop(namespace=self.namespace)

@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
-from ramem_core import InvalidInputError, RaMem
+from ramem_core import DEFAULT_K, InvalidInputError, RaMem
 from ramem_core.synthesis import system_context
 
 
@@ -78,7 +78,7 @@ def _last_human(messages: list[AnyMessage]) -> HumanMessage | None:
 def recall_tool(
     memory: RaMem,
     *,
-    k: int = 5,
+    k: int = DEFAULT_K,
     namespace_key: str = "user_id",
     default_namespace: str | None = None,
 ) -> BaseTool:
@@ -117,7 +117,7 @@ class RaMemMiddleware(AgentMiddleware):
         self,
         memory: RaMem,
         *,
-        k: int = 5,
+        k: int = DEFAULT_K,
         max_tokens: int | None = 1500,
         namespace_key: str = "user_id",
         default_namespace: str | None = None,

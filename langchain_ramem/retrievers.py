@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from ramem_core import Evidence, RaMem
+from ramem_core import DEFAULT_K, Evidence, RaMem
 from ramem_core.synthesis import evidence_metadata, quote, render
 
 
@@ -46,7 +46,7 @@ class RaMemRetriever(BaseRetriever):
 
     memory: RaMem
     """The RaMem memory to recall from."""
-    k: int = 10
+    k: int = DEFAULT_K
     """How many memories to return (``invoke(..., k=3)`` overrides it per call)."""
     namespace: str | None = None
     """The tenant; ``None`` uses the memory's default namespace."""

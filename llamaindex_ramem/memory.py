@@ -16,7 +16,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field
 
-from ramem_core import RaMem
+from ramem_core import DEFAULT_K, RaMem
 
 
 class RaMemMemoryBlock(BaseMemoryBlock[str]):
@@ -25,7 +25,7 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
     name: str = "ramem"
     description: str | None = "Situated memories of earlier conversations with this user."
     memory: RaMem
-    k: int = 5
+    k: int = DEFAULT_K
     max_tokens: int | None = 1500
     namespace: str | None = None
     conversation_id: str = "llamaindex"

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from ramem_core import Evidence, RaMem
+from ramem_core import DEFAULT_K, Evidence, RaMem
 from ramem_core.synthesis import evidence_metadata, quote, render
 
 
@@ -49,7 +49,7 @@ class RaMemRetriever(BaseRetriever):
     def __init__(
         self,
         memory: RaMem,
-        k: int = 10,
+        k: int = DEFAULT_K,
         *,
         namespace: str | None = None,
         at: datetime | None = None,

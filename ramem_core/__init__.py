@@ -6,7 +6,7 @@ Four stages: episodic anchoring (:mod:`.anchoring`), recall-condition induction
 """
 
 from ramem_core.anchoring import AnchoringReport, LLMAnchorer, RuleAnchorer
-from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder
+from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder, RecentQueries
 from ramem_core.errors import (
     ConversationFormatError,
     InvalidInputError,
@@ -19,17 +19,28 @@ from ramem_core.frames import LLMFrameInducer, RuleFrameInducer
 from ramem_core.llm import LLMUsage, MeteredLLM
 from ramem_core.loaders import conversation_from_dict, load_conversations
 from ramem_core.memory import IngestReport, RaMem, default_path
-from ramem_core.protocols import LLM, Anchorer, Embedder, FrameContext, FrameInducer, TokenCounter
+from ramem_core.protocols import (
+    LLM,
+    Anchorer,
+    Embedder,
+    FrameContext,
+    FrameInducer,
+    Store,
+    TokenCounter,
+)
 from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig, Retriever
+from ramem_core.store.cache import SnapshotCache
 from ramem_core.store.chroma import ChromaStore
 from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
 from ramem_core.synthesis import Answer, ContextBlock
 from ramem_core.types import (
+    DEFAULT_K,
     Conversation,
     EpisodicContext,
     Evidence,
     Granularity,
     MemoryUnit,
+    Recall,
     RecallFrame,
     Relation,
     Session,
@@ -44,6 +55,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CONTENT_KEYS",
     "CONTENT_ONLY",
+    "DEFAULT_K",
     "LLM",
     "Anchorer",
     "AnchoringReport",
@@ -72,13 +84,17 @@ __all__ = [
     "NamespaceNotFoundError",
     "RaMem",
     "RaMemError",
+    "Recall",
     "RecallFrame",
+    "RecentQueries",
     "Relation",
     "RetrievalConfig",
     "Retriever",
     "RuleAnchorer",
     "RuleFrameInducer",
     "Session",
+    "SnapshotCache",
+    "Store",
     "StoreError",
     "TimeConstraint",
     "TimeMention",

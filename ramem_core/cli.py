@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from ramem_core.errors import InvalidInputError, RaMemError
 from ramem_core.temporal import describe, parse_timestamp
+from ramem_core.types import DEFAULT_K
 from ramem_core.validation import check_moment, check_query
 
 if TYPE_CHECKING:
@@ -129,12 +130,12 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
     memory = _open(args, config=config, inducer=inducer)
     if not _known_namespace(memory, console):
         return 1
-    frame = memory.frame(args.question, at=at)
+    found = memory.recall(args.question, k=args.k, at=at)
+    frame = found.frame
     console.rule(escape(args.question))
     print_frame(console, frame)
-    evidence = memory.retriever.retrieve(memory.namespace, frame, args.k)
-    print_evidence(console, evidence)
-    block = memory.format(evidence, max_tokens=args.max_tokens)
+    print_evidence(console, found)
+    block = memory.format(found, max_tokens=args.max_tokens)
     if args.prompt:
         console.print(block.text, markup=False)
     if llm is not None:
@@ -149,10 +150,9 @@ def _known_namespace(memory: Any, console: Console) -> bool:
     """Say so when the namespace asked about does not exist (a read never creates it)."""
     if memory.store.has_namespace(memory.namespace):
         return True
-    known = ", ".join(memory.store.namespaces()) or "none yet"
     console.print(
-        f"[red]error:[/red] namespace {memory.namespace!r} does not exist "
-        f"(known: {known}); ingest into it first"
+        f"[red]error:[/red] namespace {memory.namespace!r} does not exist; ingest into it "
+        "first (`ramem namespaces` lists the existing ones)"
     )
     return False
 
@@ -170,23 +170,43 @@ def cmd_frame(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_namespaces(args: argparse.Namespace, console: Console) -> int:
     memory = _open(args)
-    for ns in memory.store.namespaces():
-        console.print(f"{ns}: {memory.count(ns)} memories")
+    names = memory.store.namespaces()
+    if not names:
+        console.print("no namespaces yet: `ramem ingest FILE` stores a conversation")
+    for ns in names:
+        console.print(f"{ns}: {memory.count(namespace=ns)} memories")
     return 0
 
 
 def cmd_delete(args: argparse.Namespace, console: Console) -> int:
+    if not (args.session or args.conversation or args.all):
+        console.print("[red]error:[/red] delete needs --session, --conversation or --all")
+        return 2
     memory = _open(args)
+    if not _known_namespace(memory, console):
+        return 1
     if args.all:
+        if not args.yes and not _confirmed(
+            f"drop namespace {memory.namespace!r} and its {memory.count()} memories? [y/N] "
+        ):
+            console.print("nothing deleted (pass --yes to drop without asking)")
+            return 1
         memory.drop()
         console.print(f"dropped namespace {memory.namespace!r}")
         return 0
-    if not (args.session or args.conversation):
-        console.print("[red]error:[/red] delete needs --session, --conversation or --all")
-        return 2
     n = memory.delete(session_id=args.session, conversation_id=args.conversation)
     console.print(f"deleted {n} memories")
     return 0
+
+
+def _confirmed(question: str) -> bool:
+    """Ask on the terminal; no terminal (a script, CI) means no."""
+    if not sys.stdin or not sys.stdin.isatty():
+        return False
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
@@ -210,10 +230,9 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
         for q in questions:
             expected = q["expected_session"]
             console.rule(f"[bold]{q['question']}[/bold]  (answer in session {expected})")
-            frame = memory.frame(q["question"])
-            print_frame(console, frame)
+            print_frame(console, memory.frame(q["question"]))
             for name, system in (("ramem", memory), ("content", content)):
-                evidence = system.retriever.retrieve("demo", frame, args.k)
+                evidence = system.recall(q["question"], k=args.k)
                 ok = bool(evidence) and evidence[0].unit.context.session_id == expected
                 hits[name] += ok
                 label = "RaMem (valid first)" if name == "ramem" else "content-only (dense+BM25)"
@@ -319,7 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("question", help="the question, in quotes")
         p.add_argument("--at", help="the question's own time (default: end of the last session)")
         if name == "ask":
-            p.add_argument("--k", type=_positive, default=5, help="memories to show (5)")
+            p.add_argument(
+                "--k", type=_positive, default=DEFAULT_K, help=f"memories to show ({DEFAULT_K})"
+            )
             p.add_argument(
                 "--system",
                 choices=["ramem", "content"],
@@ -341,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--session", help="a session id (with --conversation when ids repeat)")
     p.add_argument("--conversation", help="a conversation id (all its sessions)")
-    p.add_argument("--all", action="store_true", help="drop the whole namespace")
+    p.add_argument("--all", action="store_true", help="drop the whole namespace (asks first)")
+    p.add_argument("--yes", action="store_true", help="with --all: drop without asking")
     p.set_defaults(func=cmd_delete)
 
     p = sub.add_parser(

@@ -186,3 +186,47 @@ class CachedEmbedder:
         self.hits += len(texts) - len(todo)
         self.misses += len(todo)
         return out
+
+
+class RecentQueries:
+    """Wraps an embedder with the vectors of the ``size`` texts it embedded most recently.
+
+    Questions are short and often asked again (an agent's retries, a relation's question
+    embedded with its anchor phrase and then ranked): those cost a lookup. Thread-safe.
+    """
+
+    def __init__(self, inner: Embedder, size: int = 256) -> None:
+        from collections import OrderedDict
+
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.size = size
+        self._vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Vectors of ``texts``: one call of the inner embedder for those not held."""
+        with self._lock:
+            held = {t: self._vectors[t] for t in texts if t in self._vectors}
+            for text in held:
+                self._vectors.move_to_end(text)
+        missing = [t for t in dict.fromkeys(texts) if t not in held]
+        if missing:
+            fresh = self.inner.embed(missing)
+            with self._lock:
+                for text, vector in zip(missing, fresh, strict=True):
+                    held[text] = vector
+                    self._vectors[text] = vector
+                    self._vectors.move_to_end(text)
+                while len(self._vectors) > self.size:
+                    self._vectors.popitem(last=False)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row] = held[text]
+        return out
+
+    def forget(self) -> None:
+        """Drop every held vector (a benchmark times questions as if first asked)."""
+        with self._lock:
+            self._vectors.clear()

@@ -55,13 +55,10 @@ class ConversationFormatError(InvalidInputError):
 class NamespaceNotFoundError(InvalidInputError, LookupError):
     """A read names a namespace that does not exist (reads never create one)."""
 
-    def __init__(self, namespace: str, known: list[str]) -> None:
+    def __init__(self, namespace: str) -> None:
+        # other tenants' namespaces are never named: they are not the caller's to know
         self.namespace = namespace
-        shown = ", ".join(map(repr, known[:10])) + (", ..." if len(known) > 10 else "")
-        super().__init__(
-            f"namespace {namespace!r} does not exist (known: {shown or 'none yet'}); "
-            "add memories to it first"
-        )
+        super().__init__(f"namespace {namespace!r} does not exist; add memories to it first")
 
 
 class StoreError(RaMemError):

@@ -5,27 +5,43 @@ from __future__ import annotations
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ramem_core.anchoring import RuleAnchorer, unit_id
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.frames import RuleFrameInducer
 from ramem_core.loaders import Format, conversation_from_dict, load_conversations
 from ramem_core.loaders import validate as validate_conversation
-from ramem_core.protocols import LLM, Anchorer, Embedder, FrameContext, FrameInducer, TokenCounter
-from ramem_core.retrieval import RetrievalConfig, Retriever
+from ramem_core.protocols import (
+    LLM,
+    Anchorer,
+    Embedder,
+    FrameContext,
+    FrameInducer,
+    Store,
+    TokenCounter,
+)
+from ramem_core.retrieval import Probe, RetrievalConfig, Retriever
+from ramem_core.store.cache import SnapshotCache
 from ramem_core.store.chroma import ChromaStore, check_namespace
+from ramem_core.store.files import SnapshotFiles
+from ramem_core.store.snapshot import SessionState, Snapshot
 from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget
 from ramem_core.types import (
+    DEFAULT_K,
     Conversation,
     EpisodicContext,
     Evidence,
     Granularity,
     MemoryUnit,
+    Recall,
     RecallFrame,
     Session,
     TimeSpan,
@@ -49,6 +65,18 @@ Progress = Callable[[int, int], None]
 _EMBED_CHUNK = 256
 
 
+def _default_embedder() -> Embedder:
+    from ramem_core.embedding import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+def _check_progress(progress: object) -> None:
+    if progress is not None and not callable(progress):
+        msg = f"progress must be a callable (done, total) or None, got {type(progress).__name__}"
+        raise InvalidInputError(msg)
+
+
 def default_path() -> Path:
     """Where a persistent memory lives by default: ``$RAMEM_HOME``, else
     ``$XDG_DATA_HOME/ramem``, else ``~/.local/share/ramem``."""
@@ -69,17 +97,6 @@ class IngestReport:
     new_units: int
 
 
-@dataclass(slots=True)
-class _LiveSession:
-    session_id: str
-    session_index: int
-    start: datetime
-    last: datetime
-    turns: int
-    speakers: list[str]
-    closed: bool = False
-
-
 class RaMem:
     """Long-term memory that retrieves evidence valid for the question, not just similar to it.
 
@@ -92,11 +109,14 @@ class RaMem:
         llm: optional model for :meth:`answer`.
         namespace: the default namespace (tenant) of every call.
         session_gap: a pause after which :meth:`add_turn` opens a new session.
+        refresh_seconds: another writer's write is served within this time.
+        max_snapshots: how many namespaces' snapshots are kept in memory.
+        owns_store: close ``store`` when this memory is closed or collected.
     """
 
     def __init__(
         self,
-        store: ChromaStore,
+        store: Store,
         *,
         anchorer: Anchorer | None = None,
         inducer: FrameInducer | None = None,
@@ -105,34 +125,47 @@ class RaMem:
         llm: LLM | None = None,
         namespace: str = "default",
         session_gap: timedelta = timedelta(hours=1),
+        refresh_seconds: float = 1.0,
+        max_snapshots: int = 16,
+        owns_store: bool = False,
     ) -> None:
-        self.store = store
-        self.embedder: Embedder = store.embedder
-        self.anchorer: Anchorer = anchorer or RuleAnchorer()
-        self.inducer: FrameInducer = inducer or RuleFrameInducer()
-        self.retriever = Retriever(store, self.embedder, config)
-        self.llm = llm
+        from ramem_core.embedding import RecentQueries
+
         self.namespace = check_namespace(namespace)
         if not isinstance(session_gap, timedelta) or session_gap <= timedelta(0):
             msg = f"session_gap must be a positive timedelta, got {session_gap!r}"
             raise InvalidInputError(msg)
         self.session_gap = session_gap
+        self.store = store
+        self.embedder: Embedder = store.embedder
+        self.anchorer: Anchorer = anchorer or RuleAnchorer()
+        self.inducer: FrameInducer = inducer or RuleFrameInducer()
+        self.retriever = Retriever(RecentQueries(self.embedder), config)
+        directory = store.snapshot_dir
+        self.snapshots = SnapshotCache(
+            store,
+            self.retriever.config.keys,
+            files=SnapshotFiles(directory) if directory is not None else None,
+            refresh_seconds=refresh_seconds,
+            max_snapshots=max_snapshots,
+        )
+        self.llm = llm
         self._counter = counter
-        self._live: dict[tuple[str, str], _LiveSession] = {}
-        self._lock = threading.RLock()
-        self._owns_store = False
+        self._ended: set[tuple[str, str, str]] = set()  # live sessions closed by end_session
+        self._lock = threading.RLock()  # one writer at a time; reads never wait for it
+        # a memory dropped without close() still releases its store's files and lock
+        self._release = weakref.finalize(self, store.close) if owns_store else None
 
     def close(self) -> None:
         """Write the snapshot files of namespaces changed since they were loaded (a local
-        directory's store), drop the cached snapshots and, for a memory made by :meth:`open`
-        or :meth:`ephemeral`, close its store (files and connections are released)."""
+        directory's store), drop the cached snapshots and, for a memory that owns its store
+        (made by :meth:`open` or :meth:`ephemeral`), close it: files and connections are
+        released."""
         with self._lock:
-            if not self.store.closed:
-                self.retriever.persist()
-            self.retriever.invalidate()
-            self._live.clear()
-            if self._owns_store:
-                self.store.close()
+            self.snapshots.close()
+            self._ended.clear()
+            if self._release is not None:
+                self._release()
 
     def __enter__(self) -> RaMem:
         return self
@@ -150,32 +183,61 @@ class RaMem:
         host: str | None = None,
         port: int = 8000,
         embedder: Embedder | None = None,
-        **kwargs: Any,
+        anchorer: Anchorer | None = None,
+        inducer: FrameInducer | None = None,
+        config: RetrievalConfig | None = None,
+        counter: TokenCounter | None = None,
+        llm: LLM | None = None,
+        namespace: str = "default",
+        session_gap: timedelta = timedelta(hours=1),
+        refresh_seconds: float = 1.0,
     ) -> RaMem:
         """Open a memory: a local directory (default :func:`default_path`) or, with ``host``,
-        a Chroma server started with ``chroma run``. Keyword arguments go to :class:`RaMem`."""
-        if embedder is None:
-            from ramem_core.embedding import MiniLMEmbedder
-
-            embedder = MiniLMEmbedder()
+        a Chroma server started with ``chroma run``. ``embedder`` defaults to the shipped
+        MiniLM; the other arguments are :class:`RaMem`'s."""
+        embedder = embedder or _default_embedder()
         if host is not None:
             store = ChromaStore.http(host, port, embedder)
         else:
             store = ChromaStore.persistent(path or default_path(), embedder)
-        memory = cls(store, **kwargs)
-        memory._owns_store = True
-        return memory
+        return cls(
+            store,
+            anchorer=anchorer,
+            inducer=inducer,
+            config=config,
+            counter=counter,
+            llm=llm,
+            namespace=namespace,
+            session_gap=session_gap,
+            refresh_seconds=refresh_seconds,
+            owns_store=True,
+        )
 
     @classmethod
-    def ephemeral(cls, *, embedder: Embedder | None = None, **kwargs: Any) -> RaMem:
+    def ephemeral(
+        cls,
+        *,
+        embedder: Embedder | None = None,
+        anchorer: Anchorer | None = None,
+        inducer: FrameInducer | None = None,
+        config: RetrievalConfig | None = None,
+        counter: TokenCounter | None = None,
+        llm: LLM | None = None,
+        namespace: str = "default",
+        session_gap: timedelta = timedelta(hours=1),
+    ) -> RaMem:
         """An in-memory memory (nothing persists), e.g. for demos and tests."""
-        if embedder is None:
-            from ramem_core.embedding import MiniLMEmbedder
-
-            embedder = MiniLMEmbedder()
-        memory = cls(ChromaStore.ephemeral(embedder), **kwargs)
-        memory._owns_store = True
-        return memory
+        return cls(
+            ChromaStore.ephemeral(embedder or _default_embedder()),
+            anchorer=anchorer,
+            inducer=inducer,
+            config=config,
+            counter=counter,
+            llm=llm,
+            namespace=namespace,
+            session_gap=session_gap,
+            owns_store=True,
+        )
 
     @property
     def counter(self) -> TokenCounter:
@@ -219,6 +281,15 @@ class RaMem:
     ) -> IngestReport:
         """Anchor and store several conversations at once (all validated before any write)."""
         ns = self._ns(namespace)
+        _check_progress(progress)
+        if isinstance(conversations, str | bytes | Mapping | Conversation) or not isinstance(
+            conversations, Sequence
+        ):
+            msg = (
+                "conversations must be a list of Conversation objects or dicts, got "
+                f"{type(conversations).__name__} (use add_conversation for one)"
+            )
+            raise InvalidInputError(msg)
         parsed = [
             validate_conversation(c) if isinstance(c, Conversation) else conversation_from_dict(c)
             for c in conversations
@@ -250,6 +321,7 @@ class RaMem:
             check_id(unit.context.conversation_id, f"units[{position}] conversation id")
             check_id(unit.context.session_id, f"units[{position}] session id")
             check_text(unit.content, f"units[{position}].content", limit=MAX_UNIT_CHARS)
+        _check_progress(progress)
         sessions = {(u.context.conversation_id, u.context.session_id) for u in units}
         report = self._write(self._ns(namespace), [], units, progress)
         turns = len({(u.context.conversation_id, s) for u in units for s in u.source_ids})
@@ -288,13 +360,9 @@ class RaMem:
             if progress is not None:
                 progress(min(begin + _EMBED_CHUNK, len(units)), len(units))
         new_units = 0
-        with self._lock:
-            if units:
-                import numpy as np
-
-                vectors = np.concatenate(chunks)
-                new_units = self.store.upsert(namespace, units, vectors)
-                self.retriever.absorb(namespace, units, dict(zip(ids, vectors, strict=True)))
+        if units:
+            with self._lock:
+                new_units = self.snapshots.write(namespace, units, np.concatenate(chunks))
         return IngestReport(
             conversations=len(conversations),
             sessions=sum(len(c.sessions) for c in conversations),
@@ -350,8 +418,7 @@ class RaMem:
         )
         key = uuid.uuid4().hex[:12]  # unique per live message: writers never share an id
         asked = text.rstrip().endswith("?")
-        with self._lock:
-            held = self._live_session(ns, conversation_id)
+        held = self._live_session(ns, conversation_id)
         # anchoring and embedding take most of the time (an LLM anchorer far more): they run
         # outside the lock, on a draft whose session is assigned below
         speakers = tuple(dict.fromkeys([*(held.speakers if held else ()), speaker]))
@@ -361,70 +428,52 @@ class RaMem:
         vector = self.embedder.embed([draft.content])
         with self._lock:
             held = self._live_session(ns, conversation_id)  # other threads may have moved on
-            if held is None or new_session or held.closed or moment - held.last > self.session_gap:
-                index = 0 if held is None else held.session_index + 1
-                sid = f"{conversation_id}-s{index + 1}"
-                held = _LiveSession(sid, index, moment, moment, 0, [])
-            # the session's next state, kept only once the write succeeded
-            live = _LiveSession(
-                held.session_id,
-                held.session_index,
-                min(held.start, moment),
-                max(held.last, moment),
-                held.turns + 1,
-                list(dict.fromkeys([*held.speakers, speaker])),
-            )
-            turn_id = f"{live.session_id}:{live.turns}-{key}"
+            if (
+                held is None
+                or held.span is None
+                or new_session
+                or (ns, conversation_id, held.session_id) in self._ended
+                or moment - held.span.end > self.session_gap
+            ):
+                index = 0 if held is None else held.index + 1
+                session_id, start, turn = f"{conversation_id}-s{index + 1}", moment, 0
+            else:
+                index, session_id = held.index, held.session_id
+                start, turn = min(held.span.start, moment), held.turns
+            turn_id = f"{session_id}:{turn + 1}-{key}"
             unit = replace(
                 draft,
-                id=unit_id(conversation_id, live.session_id, (turn_id,)),
+                id=unit_id(conversation_id, session_id, (turn_id,)),
                 source_ids=(turn_id,),
                 context=replace(
                     draft.context,
-                    session_id=live.session_id,
+                    session_id=session_id,
                     # stored once: this turn's own span; the session's is derived when read
-                    session_span=TimeSpan(live.start, moment, Granularity.INSTANT),
-                    session_index=live.session_index,
-                    turn_index=live.turns - 1,
+                    session_span=TimeSpan(start, moment, Granularity.INSTANT),
+                    session_index=index,
+                    turn_index=turn,
                     # a question is not an event: "what did the dentist say in August?" asked
                     # today happened today, and its "August" is a guess, not a time it names
                     event_time=None if asked else draft.context.event_time,
                     mentions=() if asked else draft.context.mentions,
                 ),
             )
-            self.store.upsert(ns, [unit], vector, new_ids=True)  # one write: all or nothing
-            self._live[(ns, conversation_id)] = live
-            self.retriever.absorb(ns, [unit], {unit.id: vector[0]})
+            self.snapshots.write(ns, [unit], vector, new_ids=True)  # one write: all or nothing
             return unit
 
-    def _live_session(self, namespace: str, conversation_id: str) -> _LiveSession | None:
-        cached = self._live.get((namespace, conversation_id))
-        if cached is not None:
-            return cached
-        units = self.store.get(namespace, where={"conversation_id": conversation_id})
-        if not units:
+    def _live_session(self, namespace: str, conversation_id: str) -> SessionState | None:
+        """The conversation's latest session as stored (every reader derives it alike)."""
+        if not self.store.has_namespace(namespace):
             return None
-        last_index = max(u.context.session_index for u in units)
-        session = [u for u in units if u.context.session_index == last_index]
-        spans = [u.context.session_span for u in session if u.context.session_span is not None]
-        if not spans:
-            return None
-        return _LiveSession(
-            session_id=session[0].context.session_id,
-            session_index=last_index,
-            start=min(s.start for s in spans),
-            last=max(s.end for s in spans),
-            turns=max(u.context.turn_index for u in session) + 1,
-            speakers=list(dict.fromkeys(u.context.speaker for u in session)),
-        )
+        return self.snapshots.get(namespace).latest_session(conversation_id)
 
     def end_session(self, conversation_id: str = "live", *, namespace: str | None = None) -> None:
         """Close the open live session: the next :meth:`add_turn` starts a new one."""
+        ns = self._ns(namespace)
         with self._lock:
-            live = self._live_session(self._ns(namespace), conversation_id)
+            live = self._live_session(ns, conversation_id)
             if live is not None:
-                live.closed = True
-                self._live[(self._ns(namespace), conversation_id)] = live
+                self._ended.add((ns, conversation_id, live.session_id))
 
     # ------------------------------------------------------------------ deleting
 
@@ -461,41 +510,26 @@ class RaMem:
             raise InvalidInputError(msg)
         with self._lock:
             if unit_ids is not None:
-                deleted = self.store.delete(ns, ids=list(unit_ids))
-            else:
-                clauses: list[dict[str, Any]] = []
-                if conversation_id is not None:
-                    clauses.append({"conversation_id": conversation_id})
-                if session_id is not None:
-                    if conversation_id is None:
-                        owners = sorted(
-                            {
-                                u.context.conversation_id
-                                for u in self.store.get(ns, where={"session_id": session_id})
-                            }
-                        )
-                        if len(owners) > 1:
-                            msg = (
-                                f"session {session_id!r} exists in conversations "
-                                f"{', '.join(map(repr, owners))}: name the conversation too"
-                            )
-                            raise InvalidInputError(msg)
-                    clauses.append({"session_id": session_id})
-                where = clauses[0] if len(clauses) == 1 else {"$and": clauses}
-                deleted = self.store.delete(ns, where=where)
-            self._live = {k: v for k, v in self._live.items() if k[0] != ns}
-            self.retriever.invalidate(ns)
-        return deleted
+                return self.snapshots.delete(ns, ids=list(unit_ids))
+            if session_id is not None and conversation_id is None:
+                owners = sorted(
+                    {u.context.conversation_id for u in self.store.get(ns, session_id=session_id)}
+                )
+                if len(owners) > 1:
+                    msg = (
+                        f"session {session_id!r} exists in conversations "
+                        f"{', '.join(map(repr, owners))}: name the conversation too"
+                    )
+                    raise InvalidInputError(msg)
+            return self.snapshots.delete(ns, conversation_id=conversation_id, session_id=session_id)
 
-    def drop(self, namespace: str | None = None) -> None:
-        """Delete a whole namespace."""
+    def drop(self, *, namespace: str | None = None) -> None:
+        """Delete a whole namespace (its memories, snapshot and snapshot file)."""
         ns = self._ns(namespace)
         with self._lock:
-            self.store.drop(ns)
-            self._live = {k: v for k, v in self._live.items() if k[0] != ns}
-            self.retriever.invalidate(ns)
+            self.snapshots.drop(ns)
 
-    def count(self, namespace: str | None = None) -> int:
+    def count(self, *, namespace: str | None = None) -> int:
         """Number of memory units in a namespace."""
         return self.store.count(self._ns(namespace))
 
@@ -512,17 +546,18 @@ class RaMem:
             NamespaceNotFoundError: nothing was ever stored in the namespace.
         """
         query = check_query(query)
-        ns = self._known(namespace)
-        now = check_moment(at, "at") if at is not None else None
-        if now is None and (last := self.retriever.last_session_end(ns)) is not None:
-            now = last.end
-        snap = self.retriever.snapshot(ns)
+        snap = self.snapshots.get(self._known(namespace))
+        return self._frame(query, snap, self.retriever.probe(snap, query), at)
+
+    def _frame(self, query: str, snap: Snapshot, probe: Probe, at: datetime | None) -> RecallFrame:
+        """The frame of ``query`` against one snapshot (the one its ranking will use)."""
+        now = check_moment(at, "at") if at is not None else snap.last_session_end
         context = FrameContext(
             now=now,
             memory_range=snap.time_range,
             # a person who speaks in every session cannot tell one episode from another
             participants=tuple(n for n in snap.names if n not in snap.ubiquitous),
-            locate=lambda phrase: self.retriever.locate(ns, phrase, query),
+            locate=lambda phrase: self.retriever.locate(snap, phrase, probe),
             covers=snap.covers,
         )
         return self.inducer.induce(query, context)
@@ -530,12 +565,15 @@ class RaMem:
     def recall(
         self,
         query: str,
-        k: int = 10,
+        k: int = DEFAULT_K,
         *,
         at: datetime | None = None,
         namespace: str | None = None,
-    ) -> list[Evidence]:
+    ) -> Recall:
         """The ``k`` best memories for ``query``: valid ones first, relevant ones after.
+
+        The frame and the ranking read one snapshot of the namespace, so a write that lands
+        meanwhile is seen by both or by neither.
 
         Args:
             query: the question.
@@ -544,28 +582,36 @@ class RaMem:
                 of the last session. Never the wall clock.
             namespace: the tenant to search.
 
+        Returns:
+            The evidence, best first, with the recall frame it was chosen by.
+
         Raises:
             InvalidInputError: an empty or over-long query, ``k`` not a positive integer, a bad
                 ``at`` (see :meth:`frame`).
             NamespaceNotFoundError: nothing was ever stored in the namespace (an existing but
-                emptied namespace gives ``[]``).
+                emptied namespace gives no evidence).
         """
         check_count(k, "k")
-        ns = self._ns(namespace)
-        return self.retriever.retrieve(ns, self.frame(query, at=at, namespace=ns), k)
+        query = check_query(query)
+        if at is not None:
+            check_moment(at, "at")
+        snap = self.snapshots.get(self._known(namespace))
+        probe = self.retriever.probe(snap, query)
+        frame = self._frame(query, snap, probe, at)
+        return Recall(frame, tuple(self.retriever.retrieve(snap, frame, k, probe)))
 
     def _known(self, namespace: str | None) -> str:
         """The namespace to read, if it exists; reads never create one."""
         ns = self._ns(namespace)
         if not self.store.has_namespace(ns):
-            raise NamespaceNotFoundError(ns, self.store.namespaces())
+            raise NamespaceNotFoundError(ns)
         return ns
 
     def situate(
         self,
         query: str,
         *,
-        k: int = 5,
+        k: int = DEFAULT_K,
         at: datetime | None = None,
         namespace: str | None = None,
         max_tokens: int | None = 1500,
@@ -583,8 +629,8 @@ class RaMem:
         if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
             query = query[-MAX_QUERY_CHARS:]
         ns = self._ns(namespace)
-        if self.store.has_namespace(ns) and self.retriever.snapshot(ns).units:
-            return self.format(self.recall(query, k, at=at, namespace=ns), max_tokens=max_tokens)
+        if self.store.has_namespace(ns) and len(self.snapshots.get(ns)):
+            return self.format(self.recall(query, k=k, at=at, namespace=ns), max_tokens=max_tokens)
         check_query(query)
         return ContextBlock("", (), (), 0)
 
@@ -623,7 +669,19 @@ class RaMem:
         max_tokens: int | None = None,
         with_context: bool = True,
     ) -> ContextBlock:
-        """Stage 4: render evidence with its coordinates, cut to ``max_tokens``."""
+        """Stage 4: render evidence (a :class:`Recall` or a list of :class:`Evidence`) with
+        its coordinates, cut to ``max_tokens``.
+
+        Raises:
+            InvalidInputError: ``evidence`` is not a sequence of :class:`Evidence`.
+        """
+        if isinstance(evidence, str | bytes) or not isinstance(evidence, Sequence):
+            msg = f"format needs the evidence recall returned, got {type(evidence).__name__}"
+            raise InvalidInputError(msg)
+        for position, item in enumerate(evidence):
+            if not isinstance(item, Evidence):
+                msg = f"evidence[{position}] must be an Evidence, got {type(item).__name__}"
+                raise InvalidInputError(msg)
         return fit_budget(
             evidence,
             self.counter,
@@ -636,7 +694,7 @@ class RaMem:
         self,
         query: str,
         *,
-        k: int = 10,
+        k: int = DEFAULT_K,
         at: datetime | None = None,
         namespace: str | None = None,
         llm: LLM | None = None,
@@ -646,6 +704,5 @@ class RaMem:
         model = llm or self.llm
         if model is None:
             raise InvalidInputError("answer needs an LLM: pass llm= or construct RaMem(llm=...)")
-        frame = self.frame(query, at=at, namespace=namespace)
-        evidence = self.retriever.retrieve(self._ns(namespace), frame, k)
-        return answer(query, self.format(evidence, max_tokens=max_tokens), model, frame.now)
+        found = self.recall(query, k=k, at=at, namespace=namespace)
+        return answer(query, self.format(found, max_tokens=max_tokens), model, found.frame.now)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.types import Conversation, MemoryUnit, RecallFrame, TimeSpan
+from ramem_core.types import Conversation, MemoryUnit, RecallFrame, TimeSpan, Version
 
 
 @runtime_checkable
@@ -87,4 +88,101 @@ class TokenCounter(Protocol):
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
+        ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where memories live: one collection of memory units (with their vectors) per namespace.
+
+    The store is the single source of truth; everything RaMem holds in memory is derived from
+    it. Every write announces itself in the namespace's :meth:`version` *after* its data is
+    stored, so a reader that reads the version first and the data second holds at least what
+    the version announces. Selections are plain values (ids, a conversation id, a session id),
+    never a backend's filter syntax. :class:`ramem_core.store.chroma.ChromaStore` is the real
+    one, :class:`ramem_core.testing.InMemoryStore` the fake.
+    """
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder whose vectors the store holds (checked on open, never mixed)."""
+        ...
+
+    @property
+    def writer(self) -> str:
+        """This store's writer id: the first half of its entries in :meth:`version`."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        ...
+
+    @property
+    def snapshot_dir(self) -> Path | None:
+        """A directory where snapshot files of this store may be kept, or ``None``."""
+        ...
+
+    def upsert(
+        self,
+        namespace: str,
+        units: Sequence[MemoryUnit],
+        vectors: npt.NDArray[np.float32],
+        *,
+        new_ids: bool = False,
+    ) -> int:
+        """Insert or replace ``units`` with their vectors, then announce the write; returns how
+        many were new. Raises :class:`~ramem_core.errors.StoreError` and leaves nothing of a
+        write that failed (``new_ids``: the caller guarantees the ids are new)."""
+        ...
+
+    def get(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[MemoryUnit]:
+        """The memories that match every selection given (all of them when none is)."""
+        ...
+
+    def delete(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Delete the memories that match every selection given (at least one); returns the
+        count."""
+        ...
+
+    def load(self, namespace: str) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
+        """Every memory of ``namespace`` with its vector (rows in the same order)."""
+        ...
+
+    def count(self, namespace: str) -> int:
+        """Number of memories in ``namespace`` (0 for an unknown one, which is not created)."""
+        ...
+
+    def version(self, namespace: str) -> Version:
+        """The namespace's write version."""
+        ...
+
+    def namespaces(self) -> list[str]:
+        """The namespaces that exist, sorted."""
+        ...
+
+    def has_namespace(self, namespace: str) -> bool:
+        """True when ``namespace`` exists (it may be empty)."""
+        ...
+
+    def drop(self, namespace: str) -> None:
+        """Delete a namespace and every memory in it."""
+        ...
+
+    def close(self) -> None:
+        """Release files and connections; later use raises ``StoreError``."""
         ...

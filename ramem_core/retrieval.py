@@ -14,14 +14,10 @@ asks *when* gives memories that say when (an event or mentioned time) a small bo
 
 from __future__ import annotations
 
-import threading
-import time
-import weakref
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,12 +25,11 @@ import numpy.typing as npt
 from ramem_core.errors import InvalidInputError
 from ramem_core.frames import asks_for_time
 from ramem_core.protocols import Embedder
-from ramem_core.store.chroma import ChromaStore, Version
-from ramem_core.store.files import MIN_MEMORIES, Signature
 from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys, Scores, ranks
 from ramem_core.store.snapshot import Mask, Snapshot
 from ramem_core.temporal import describe
 from ramem_core.types import (
+    DEFAULT_K,
     Evidence,
     MemoryUnit,
     RecallFrame,
@@ -166,45 +161,6 @@ class Conditions:
     def __bool__(self) -> bool:
         return bool(self.windows or self.participants)
 
-    def where(self) -> dict[str, Any] | None:
-        """The conditions as a Chroma ``where`` filter.
-
-        It selects what :meth:`mask` selects, but for a live session's turns: the store holds
-        each turn's span up to its own time (spans are never rewritten), while the mask, which
-        recall uses, sees the session's whole span."""
-        clauses: list[dict[str, Any]] = []
-        if self.windows:
-            options: list[dict[str, Any]] = []
-            for _, w in self.windows:
-                start, end = to_epoch(w.start), to_epoch(w.end)
-                options.append(
-                    {
-                        "$and": [
-                            {"has_event": True},
-                            {"event_mid": {"$gte": start}},
-                            {"event_mid": {"$lte": end}},
-                            {"event_length": {"$lte": end - start}},
-                        ]
-                    }
-                )
-                if self.session_context:
-                    options.append(
-                        {
-                            "$and": [
-                                {"has_event": False},
-                                {"has_session": True},
-                                {"session_start": {"$lte": end}},
-                                {"session_end": {"$gte": start}},
-                            ]
-                        }
-                    )
-            clauses.append(_any(options))
-        if self.participants:
-            clauses.append(_any([{"participants": {"$contains": p}} for p in self.participants]))
-        if not clauses:
-            return None
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
     def mask(self, snapshot: Snapshot) -> Mask:
         """The conditions over every memory of ``snapshot`` (the selection of :meth:`where`)."""
         ok = np.ones(len(snapshot), dtype=bool)
@@ -243,41 +199,16 @@ class Conditions:
         return tuple(met)
 
 
-QUERY_VECTORS = 256
-"""Recently embedded query texts kept with their vectors (a question asked again, and a
-relation's question embedded with its anchor phrase, cost no second embedding)."""
-
-
-Key = TypeVar("Key")
-Value = TypeVar("Value")
-
-QUERY_COSINES = 8
-"""Recent questions' cosines against a snapshot's memories: a relation question's anchor
-search computes them, and its retrieval reuses them (one pass over the vectors, not two)."""
-
 ANCHOR_CANDIDATES = 1000
 """A relation's anchor event is sought among the question's most similar memories (and the
 phrase's best lexical matches), not in a second pass over every memory (see
-:meth:`Retriever.locate`). Not tuned: the dev namespaces (300-700 memories) are below it. With
-it set to 100 on LoCoMo dev, R@10 was unchanged (0.774) and 43 anchors were located instead
-of 40 (gold evidence in the relation's window for 36 vs 35); at 10, 46 (38)."""
+:meth:`Retriever.locate`). Not tuned: the dev namespaces (300-700 memories) are below it; what
+other values changed is in ``benchmarks/results/tune_retrieval.json`` (``anchor_candidates``)."""
 
 
 CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False)
 """Content-only retrieval (dense + BM25 on each memory's own content, no episodic context):
 the baseline RaMem improves on."""
-
-
-def _put(cache: OrderedDict[Key, Value], key: Key, value: Value, bound: int) -> None:
-    """Keep ``value`` as the newest entry of ``cache``; drop the oldest beyond ``bound``."""
-    cache[key] = value
-    cache.move_to_end(key)
-    while len(cache) > bound:
-        cache.popitem(last=False)
-
-
-def _any(options: list[dict[str, Any]]) -> dict[str, Any]:
-    return options[0] if len(options) == 1 else {"$or": options}
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,186 +231,53 @@ class Ranking:
         return [int(r) for r in best[np.argsort(-self.fused[best], kind="stable")]]
 
 
-@dataclass(slots=True)
-class _Cached:
-    checked: float  # when the version was last compared with the store's (monotonic clock)
-    snap: Snapshot
-    version: Version  # the store's version the snapshot holds all writes of
-    saved: bool = False  # a snapshot file holds this snapshot
+class Probe:
+    """One question against one snapshot: its vector and its cosine with every memory, each
+    computed once and shared by the frame's anchor search and the ranking."""
+
+    __slots__ = ("_cosines", "_vector", "embedder", "snap", "text")
+
+    def __init__(self, snap: Snapshot, text: str, embedder: Embedder) -> None:
+        self.snap = snap
+        self.text = text
+        self.embedder = embedder
+        self._vector: npt.NDArray[np.float32] | None = None
+        self._cosines: Scores | None = None
+
+    @property
+    def vector(self) -> npt.NDArray[np.float32]:
+        """The question's vector."""
+        if self._vector is None:
+            self._vector = self.embedder.embed([self.text])[0]
+        return self._vector
+
+    @property
+    def cosines(self) -> Scores:
+        """The question's cosine with every memory of the snapshot (one pass over the
+        vectors)."""
+        if self._cosines is None:
+            self._cosines = self.snap.index.cosines(self.vector)
+        return self._cosines
 
 
 class Retriever:
-    """Validity-aware retrieval over a :class:`ChromaStore`.
+    """Validity-aware retrieval over a :class:`Snapshot` it is handed (it holds no data).
 
-    Keeps one :class:`Snapshot` per namespace, for at most ``max_snapshots`` namespaces (the
-    least recently used is dropped first). Consistency: a snapshot remembers the namespace's
-    write version it was built from (:meth:`ChromaStore.version`); at most every
-    ``refresh_seconds`` it is compared with the store's, and any write by another writer
-    (another worker, process or server client: inserts, edits and deletes alike) makes it
-    reload. This process's own writes are folded in at once (:meth:`absorb`). So another
-    worker's write is served within ``refresh_seconds``, this process's at once.
-
-    When the store has snapshot files (:attr:`ChromaStore.snapshot_files`, a local directory's
-    store), a snapshot is loaded from its file when the file holds the current version, and
-    written when it was built from Chroma (at least :data:`MIN_MEMORIES` memories; in a
-    thread, beside the recall) and by :meth:`persist` (``RaMem.close``), so a restarted worker
-    skips the rebuild.
+    Args:
+        embedder: embeds questions and anchor phrases (RaMem passes its embedder wrapped in
+            :class:`~ramem_core.embedding.RecentQueries`, so a question asked again costs no
+            second embedding).
+        config: the retrieval switches.
     """
 
-    def __init__(
-        self,
-        store: ChromaStore,
-        embedder: Embedder,
-        config: RetrievalConfig | None = None,
-        *,
-        refresh_seconds: float = 1.0,
-        max_snapshots: int = 16,
-    ) -> None:
-        if max_snapshots < 1:
-            msg = f"max_snapshots must be at least 1, got {max_snapshots}"
-            raise InvalidInputError(msg)
-        self.store = store
+    def __init__(self, embedder: Embedder, config: RetrievalConfig | None = None) -> None:
         self.embedder = embedder
         self.config = config or RetrievalConfig()
-        self.refresh_seconds = refresh_seconds
-        self.max_snapshots = max_snapshots
-        self._snapshots: OrderedDict[str, _Cached] = OrderedDict()
-        self._lock = threading.Lock()
-        self._writers: list[threading.Thread] = []  # snapshot files being written
-        self._vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()  # queries
-        self._cosines: OrderedDict[tuple[int, str], tuple[weakref.ref[Snapshot], Scores]] = (
-            OrderedDict()
-        )
 
-    # ------------------------------------------------------------------ snapshots
-
-    def _remember(self, namespace: str, cached: _Cached) -> None:
-        """Cache a snapshot as the newest entry; drop the least recently used beyond the
-        bound. (Call with the lock held.)"""
-        _put(self._snapshots, namespace, cached, self.max_snapshots)
-
-    def invalidate(self, namespace: str | None = None) -> None:
-        """Forget the snapshot of ``namespace`` (of every namespace when ``None``)."""
-        with self._lock:
-            if namespace is None:
-                self._snapshots.clear()
-            else:
-                self._snapshots.pop(namespace, None)
-
-    def absorb(
-        self,
-        namespace: str,
-        units: Sequence[MemoryUnit],
-        vectors: Mapping[str, npt.NDArray[np.float32]] | None = None,
-    ) -> None:
-        """Fold memories this process just wrote into the cached snapshot.
-
-        New units and new contexts of known units (a live session growing) update only the
-        sessions they touch (:meth:`Snapshot.updated`); other changes rebuild the in-memory
-        index (never a reload from Chroma). ``vectors`` maps the ids of new (or re-embedded)
-        units to their vectors; units without one keep the vector the snapshot holds. When
-        another writer wrote since the snapshot was built, it is dropped instead (the next
-        read reloads it).
-        """
-        with self._lock:
-            cached = self._snapshots.get(namespace)
-        if cached is None or not units:
-            return  # nothing cached: the next snapshot() loads from Chroma anyway
-        version = self.store.version(namespace)
-        mine = self.store.writer
-        if {v for v in version if v[0] != mine} != {v for v in cached.version if v[0] != mine}:
-            self.invalidate(namespace)  # someone else wrote too: reload rather than merge
-            return
-        snap = cached.snap
-        changed = {u.id: u for u in units}
-        fresh = dict(vectors or {})
-        evolved = snap.updated(list(changed.values()), fresh)  # appends: only touched sessions
-        if evolved is not None:
-            with self._lock:
-                self._remember(namespace, _Cached(cached.checked, evolved, version))
-            return
-        keep = [i for i, u in enumerate(snap.units) if u.id not in changed]
-        if snap.vectors is None or any(
-            u.id not in fresh and u.id not in snap.position for u in changed.values()
-        ):
-            self.invalidate(namespace)
-            return
-        added = list(changed.values())
-        rows = [fresh[u.id] if u.id in fresh else snap.vectors[snap.position[u.id]] for u in added]
-        merged = Snapshot(
-            [snap.units[i] for i in keep] + added,
-            np.vstack([snap.vectors[keep], np.asarray(rows, dtype=np.float32)]),
-            self.config.keys,
-        )
-        with self._lock:
-            self._remember(namespace, _Cached(cached.checked, merged, version))
-
-    def snapshot(self, namespace: str) -> Snapshot:
-        """The namespace's snapshot, rebuilt from Chroma when another writer changed it."""
-        now = time.monotonic()
-        with self._lock:
-            cached = self._snapshots.get(namespace)
-            if cached is not None:
-                self._snapshots.move_to_end(namespace)
-        if cached is not None and now - cached.checked < self.refresh_seconds:
-            return cached.snap
-        version = self.store.version(namespace)  # first the version, then the data
-        if cached is not None and version == cached.version:
-            with self._lock:
-                cached.checked = now
-            return cached.snap
-        files, signature = self.store.snapshot_files, self._signature()
-        snap = files.load(namespace, version, signature) if files is not None else None
-        saved = snap is not None
-        if snap is None:
-            units, vectors = self.store.load(namespace)
-            snap = Snapshot(units, vectors, self.config.keys)
-            if files is not None and len(snap) >= MIN_MEMORIES:
-                # written beside the recall that built it (seconds at 100k memories)
-                writer = threading.Thread(
-                    target=files.save,
-                    args=(namespace, snap, version, signature),
-                    name=f"ramem-snapshot-file-{namespace}",
-                )
-                writer.start()
-                with self._lock:
-                    self._writers = [w for w in self._writers if w.is_alive()] + [writer]
-                saved = True  # persist() waits for it
-        with self._lock:
-            self._remember(namespace, _Cached(now, snap, version, saved))
-        return snap
-
-    def _signature(self) -> Signature:
-        return Signature(repr(self.config.keys), self.embedder.dimension)
-
-    def persist(self) -> int:
-        """Write the snapshot file of every cached snapshot that has none yet (live writes
-        since it was loaded), after waiting for the files being written since a build;
-        returns how many this call wrote."""
-        files = self.store.snapshot_files
-        with self._lock:
-            writers, self._writers = self._writers, []
-        for writer in writers:  # files being written since a build: finish them first
-            writer.join()
-        if files is None:
-            return 0
-        with self._lock:
-            pending = [(ns, c) for ns, c in self._snapshots.items() if not c.saved and len(c.snap)]
-        written = 0
-        for namespace, cached in pending:
-            if files.save(namespace, cached.snap, cached.version, self._signature()):
-                cached.saved = True
-                written += 1
-        return written
-
-    def time_range(self, namespace: str) -> TimeSpan | None:
-        """Earliest to latest time the namespace's memories know (sessions and events)."""
-        return self.snapshot(namespace).time_range
-
-    def last_session_end(self, namespace: str) -> TimeSpan | None:
-        """The end of the latest session: the default "now" of a query."""
-        end = self.snapshot(namespace).last_session_end
-        return TimeSpan.instant(end) if end is not None else None
+    def probe(self, snap: Snapshot, text: str) -> Probe:
+        """A question against ``snap`` whose vector and cosines are computed when first
+        needed, once."""
+        return Probe(snap, text, self.embedder)
 
     # ------------------------------------------------------------------ content ranking
 
@@ -527,64 +325,24 @@ class Retriever:
                 fused += weight / (cfg.rrf_k + 1 + ranks(own_lexical, cfg.depth))
         return Ranking(fused, dense, lexical)
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Vectors of query texts, in one embedder call for those not embedded recently (a
-        relation's anchor phrase and its question are embedded together)."""
-        with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if missing:
-            fresh = self.embedder.embed(missing)
-            with self._lock:
-                for text, vector in zip(missing, fresh, strict=True):
-                    _put(self._vectors, text, vector, QUERY_VECTORS)
-        with self._lock:
-            found = [self._vectors.get(t) for t in texts]
-            for text in texts:
-                if text in self._vectors:
-                    self._vectors.move_to_end(text)
-        if any(v is None for v in found):  # evicted meanwhile by other threads: embed again
-            return self.embedder.embed(list(texts))
-        return np.asarray(found, dtype=np.float32)
-
-    def forget_queries(self) -> None:
-        """Drop the cached query vectors (a benchmark times questions as if first asked)."""
-        with self._lock:
-            self._vectors.clear()
-            self._cosines.clear()
-
-    def cosines(self, snap: Snapshot, text: str) -> Scores:
-        """The cosine of ``text`` with every memory of ``snap``, kept for the next call with
-        the same question and snapshot (a relation's anchor search, then its retrieval)."""
-        key = (id(snap), text)
-        with self._lock:
-            hit = self._cosines.get(key)
-            if hit is not None and hit[0]() is snap:
-                self._cosines.move_to_end(key)
-                return hit[1]
-        found = snap.index.cosines(self.embed([text])[0])
-        with self._lock:
-            _put(self._cosines, key, (weakref.ref(snap), found), QUERY_COSINES)
-        return found
-
-    def locate(self, namespace: str, phrase: str, query: str | None = None) -> MemoryUnit | None:
+    def locate(self, snap: Snapshot, phrase: str, probe: Probe | None = None) -> MemoryUnit | None:
         """The memory that names the event ``phrase`` ("the trip"), if it does so unambiguously.
 
         Unambiguous means the best dense match is also among the best three lexical matches
-        and is similar enough. With ``query``, the question the phrase comes from, the best
+        and is similar enough. With ``probe``, the question the phrase comes from, the best
         dense match is sought among the :data:`ANCHOR_CANDIDATES` memories most similar to
-        the question and the phrase's three best lexical matches: the question's cosines are
-        computed (and kept for its retrieval) and the phrase is compared with those memories
-        only. Without it, with every memory.
+        the question and the phrase's three best lexical matches (the question's cosines are
+        computed once, for this and for its ranking). Without it, among every memory.
         """
-        snap = self.snapshot(namespace)
         if not len(snap) or snap.vectors is None:
             return None
-        vector = self.embed([phrase] if query is None else [phrase, query])[0]
+        texts = [phrase] if probe is None else [phrase, probe.text]
+        vector = self.embedder.embed(texts)[0]  # with the question: one embedder call
         lexical = snap.index.lexical_scores(phrase)
-        if query is None or len(snap) <= ANCHOR_CANDIDATES:
+        if probe is None or len(snap) <= ANCHOR_CANDIDATES:
             rows = np.arange(len(snap))
         else:
-            asked = self.cosines(snap, query)
+            asked = probe.cosines
             near = np.argpartition(-asked, ANCHOR_CANDIDATES - 1)[:ANCHOR_CANDIDATES]
             named = np.argpartition(-lexical, 2)[:3]
             rows = np.union1d(near, named)
@@ -608,20 +366,23 @@ class Retriever:
         best = ranking.top(len(taken) + slots, among=mask)
         return [row for row in best if row not in taken][:slots]
 
-    def retrieve(self, namespace: str, frame: RecallFrame, k: int = 10) -> list[Evidence]:
-        """The top ``k`` evidence for ``frame``: valid memories first inside the relevant pool,
-        then the other relevant ones in content order."""
+    def retrieve(
+        self, snap: Snapshot, frame: RecallFrame, k: int = DEFAULT_K, probe: Probe | None = None
+    ) -> list[Evidence]:
+        """The top ``k`` evidence of ``snap`` for ``frame``: valid memories first inside the
+        relevant pool, then the other relevant ones in content order. ``probe``: the frame's
+        question against ``snap``, if one was made for the frame already."""
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             msg = f"k must be a positive integer, got {k!r}"
             raise InvalidInputError(msg)
         cfg = self.config
-        snap = self.snapshot(namespace)
         if not len(snap):
             return []
+        if probe is None or probe.snap is not snap or probe.text != frame.query:
+            probe = self.probe(snap, frame.query)
         conditions = Conditions.of(frame, cfg.session_context, cfg.window_padding)
-        vector = self.embed([frame.query])[0]
-        cosines = self.cosines(snap, frame.query)
-        ranking = self.rank(snap, frame.query, vector, cosines)
+        cosines = probe.cosines
+        ranking = self.rank(snap, frame.query, probe.vector, cosines)
         if cfg.context_ranking and cfg.time_weight > 0 and asks_for_time(frame.query):
             bonus = np.where(snap.timed, cfg.time_weight / (cfg.rrf_k + 1), 0.0)
             ranking = Ranking(

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from ramem_core.errors import InvalidInputError, StoreError
+from ramem_core.protocols import Embedder
+from ramem_core.types import MemoryUnit, Version
 
 
 class HashEmbedder:
@@ -59,3 +66,152 @@ class WordCounter:
     def count(self, text: str) -> int:
         """Number of words in ``text``."""
         return len(text.split())
+
+
+class InMemoryStore:
+    """A :class:`~ramem_core.protocols.Store` in a dict: no Chroma, for tests of what sits
+    above the store (like httpx's ``MockTransport``).
+
+    It keeps the store contract that matters to RaMem: writes are all or nothing, every write
+    raises this writer's number in the namespace's version *after* its data, and reads never
+    create a namespace. Several instances can share one ``data`` dict to act as several
+    workers on one database.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        data: dict[str, dict[str, tuple[MemoryUnit, npt.NDArray[np.float32]]]] | None = None,
+        versions: dict[str, dict[str, int]] | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.writer = uuid.uuid4().hex
+        self.closed = False
+        self.snapshot_dir: Path | None = None
+        self.data = {} if data is None else data  # namespace -> id -> (unit, vector)
+        self.versions = {} if versions is None else versions  # namespace -> writer -> number
+        self._sequence = 0
+        self._lock = threading.Lock()
+
+    def _open(self) -> None:
+        if self.closed:
+            raise StoreError("this memory store is closed; open it again to use it")
+
+    def _bump(self, namespace: str) -> None:
+        self._sequence += 1
+        self.versions.setdefault(namespace, {})[self.writer] = self._sequence
+
+    def upsert(
+        self,
+        namespace: str,
+        units: Sequence[MemoryUnit],
+        vectors: npt.NDArray[np.float32],
+        *,
+        new_ids: bool = False,
+    ) -> int:
+        """Insert or replace ``units``; returns how many were new."""
+        self._open()
+        if len(units) != len(vectors):
+            msg = f"{len(units)} units but {len(vectors)} vectors"
+            raise InvalidInputError(msg)
+        with self._lock:
+            rows = self.data.setdefault(namespace, {})
+            new = sum(u.id not in rows for u in units)
+            for unit, vector in zip(units, vectors, strict=True):
+                rows[unit.id] = (unit, np.asarray(vector, dtype=np.float32))
+            if units:
+                self._bump(namespace)
+        return new
+
+    def _select(
+        self,
+        namespace: str,
+        ids: Sequence[str] | None,
+        conversation_id: str | None,
+        session_id: str | None,
+    ) -> list[str]:
+        rows = self.data.get(namespace, {})
+        wanted = rows if ids is None else [i for i in dict.fromkeys(ids) if i in rows]
+        return [
+            i
+            for i in wanted
+            if (conversation_id is None or rows[i][0].context.conversation_id == conversation_id)
+            and (session_id is None or rows[i][0].context.session_id == session_id)
+        ]
+
+    def get(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[MemoryUnit]:
+        """The memories that match every selection given."""
+        self._open()
+        with self._lock:
+            rows = self.data.get(namespace, {})
+            return [rows[i][0] for i in self._select(namespace, ids, conversation_id, session_id)]
+
+    def delete(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Delete the memories that match every selection given; returns the count."""
+        self._open()
+        if ids is None and conversation_id is None and session_id is None:
+            raise InvalidInputError("delete needs ids, a conversation id or a session id")
+        with self._lock:
+            found = self._select(namespace, ids, conversation_id, session_id)
+            for i in found:
+                del self.data[namespace][i]
+            if found:
+                self._bump(namespace)
+        return len(found)
+
+    def load(self, namespace: str) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
+        """Every memory with its vector."""
+        self._open()
+        with self._lock:
+            rows = list(self.data.get(namespace, {}).values())
+        vectors = np.zeros((len(rows), self.embedder.dimension), dtype=np.float32)
+        for row, (_, vector) in enumerate(rows):
+            vectors[row] = vector
+        return [unit for unit, _ in rows], vectors
+
+    def count(self, namespace: str) -> int:
+        """Number of memories in ``namespace``."""
+        self._open()
+        return len(self.data.get(namespace, {}))
+
+    def version(self, namespace: str) -> Version:
+        """Every writer's latest number in ``namespace``."""
+        self._open()
+        with self._lock:
+            return frozenset(self.versions.get(namespace, {}).items())
+
+    def namespaces(self) -> list[str]:
+        """The namespaces that exist."""
+        self._open()
+        return sorted(self.data)
+
+    def has_namespace(self, namespace: str) -> bool:
+        """True when ``namespace`` exists."""
+        self._open()
+        return namespace in self.data
+
+    def drop(self, namespace: str) -> None:
+        """Delete a namespace."""
+        self._open()
+        with self._lock:
+            if self.data.pop(namespace, None) is not None:
+                self._bump(namespace)
+
+    def close(self) -> None:
+        """Later use raises :class:`StoreError`."""
+        self.closed = True

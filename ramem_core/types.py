@@ -6,9 +6,15 @@ clock); the store keeps them as integer epoch seconds read as UTC.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
+from typing import overload
+
+DEFAULT_K = 10
+"""How many memories a recall returns unless told otherwise (every entry point: ``recall``,
+``situate``, ``answer``, the CLI and the adapters)."""
 
 
 class Granularity(str, Enum):
@@ -19,6 +25,19 @@ class Granularity(str, Enum):
     WEEK = "week"
     MONTH = "month"
     YEAR = "year"
+
+
+Version = frozenset[tuple[str, int]]
+"""A namespace's write version: (writer, sequence number) of every writer that wrote to it.
+Every write raises its writer's number after its data is stored (see
+:meth:`ramem_core.protocols.Store.version`)."""
+
+
+def newer_or_equal(version: Version, other: Version) -> bool:
+    """True when ``version`` holds every write ``other`` announces (each writer's number is at
+    least the one in ``other``)."""
+    mine = dict(version)
+    return all(mine.get(writer, -1) >= sequence for writer, sequence in other)
 
 
 def to_epoch(moment: datetime) -> int:
@@ -234,3 +253,31 @@ class Evidence:
     lexical_score: float | None = None
     contextual: bool = False
     satisfied: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class Recall(Sequence[Evidence]):
+    """What one recall found: the recall frame it used and the evidence, best first.
+
+    A sequence of its evidence (``recall[0]``, ``len(recall)``, ``for e in recall``), so code
+    that reads a list of evidence reads it unchanged; ``frame`` says how the question was
+    grounded (its ``now``, time windows and participants).
+    """
+
+    frame: RecallFrame
+    evidence: tuple[Evidence, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.evidence)
+
+    @overload
+    def __getitem__(self, index: int) -> Evidence: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Evidence, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Evidence | tuple[Evidence, ...]:
+        return self.evidence[index]
+
+    def __iter__(self) -> Iterator[Evidence]:
+        return iter(self.evidence)

@@ -159,7 +159,7 @@ class _Bench:
         memory = self.view("content")
         units = self.anchorer.anchor(conversation)
         self.turns += sum(len(s.turns) for s in conversation.sessions)
-        stored = set(memory.store.existing_ids(namespace, [u.id for u in units]))
+        stored = set(self.store.existing_ids(namespace, [u.id for u in units]))
         if len(stored) != len(units):  # cheap rerun: ingest is idempotent, skip when complete
             memory.add_units(units, namespace=namespace)
         if "shuffle-context" in self.options.ablations:
@@ -167,8 +167,7 @@ class _Bench:
             if memory.store.count(shuffled_ns) != len(units):
                 shuffled = _shuffled(units, self.options.seed)
                 vectors = memory.embedder.embed([u.content for u in shuffled])
-                memory.store.upsert(shuffled_ns, shuffled, vectors)
-                memory.retriever.invalidate(shuffled_ns)
+                memory.snapshots.write(shuffled_ns, shuffled, vectors)
         return units
 
     def recall(
@@ -177,7 +176,7 @@ class _Bench:
         ns = f"{namespace}.shuffled" if run == "shuffle-context" else namespace
         if run == self.options.runs[0]:
             self.queries += 1
-        return self.view(run).recall(query, k, at=at, namespace=ns)
+        return list(self.view(run).recall(query, k, at=at, namespace=ns))
 
     def tokens(self, run: str, evidence: Sequence[Evidence]) -> int:
         plain = run == "no-context-synthesis"
@@ -283,7 +282,7 @@ def _frame_row(
     frame = memory.frame(question, at=at, namespace=namespace)
     config = memory.retriever.config
     conditions = Conditions.of(frame, config.session_context, config.window_padding)
-    snap = memory.retriever.snapshot(namespace)
+    snap = memory.snapshots.get(namespace)
     anchors = [
         {
             "anchor": t.anchor,
@@ -493,10 +492,8 @@ def evaluate_locomo(
                         sessions, is_ev, evidence_sessions
                     )
                 if options.llm is not None:
-                    last = bench.view(run).retriever.last_session_end(_namespace(sid))
-                    prediction = bench.answer(
-                        run, qa["question"], evidence, last.end if last else None
-                    )
+                    last = bench.view(run).snapshots.get(_namespace(sid)).last_session_end
+                    prediction = bench.answer(run, qa["question"], evidence, last)
                     row["prediction"] = prediction
                     row["f1"] = metrics.locomo_f1(prediction, row["answer"], category)
                     row["bleu1"] = metrics.bleu1(prediction, str(row["answer"]))

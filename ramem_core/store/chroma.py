@@ -11,6 +11,7 @@ import os
 import re
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -21,8 +22,7 @@ import numpy.typing as npt
 from ramem_core.errors import InvalidInputError, StoreError
 from ramem_core.protocols import Embedder
 from ramem_core.store.codec import from_record, to_metadata
-from ramem_core.store.files import SnapshotFiles
-from ramem_core.types import MemoryUnit
+from ramem_core.types import MemoryUnit, TimeSpan, Version, to_epoch
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -32,9 +32,8 @@ _NAMESPACE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,120}[A-Za-z0-9])?$")
 SNAPSHOT_DIRECTORY = "ramem-snapshots"
 """Sub-directory of a memory directory holding its snapshot files (:mod:`.files`)."""
 _BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every backend
+_OPEN_COLLECTIONS = 32  # collection handles kept open (each holds file descriptors locally)
 Where = Mapping[str, Any]
-Version = frozenset[tuple[str, int]]
-"""A namespace's write version: (writer, sequence number) of every store that wrote to it."""
 
 
 def _settings() -> Any:
@@ -44,35 +43,45 @@ def _settings() -> Any:
 
 
 def _embedding_function(embedder: Embedder) -> Any:
-    """Wrap RaMem's embedder in Chroma's EmbeddingFunction interface.
+    """Chroma's EmbeddingFunction interface for RaMem's collections.
 
-    Chroma calls ``build_from_config`` even while creating a collection; a config naming
-    another model than the wrapped embedder's gives an embedder-less function whose use fails,
-    so a collection is never silently embedded with the wrong model.
+    RaMem always passes its own vectors, so the function only records the model's name in the
+    collection's configuration and refuses to embed: a collection written through Chroma
+    directly is never silently embedded with another model. It holds the name, not the
+    embedder: Chroma keeps embedding functions alive in its caches, and a model held there
+    would outlive the memory that opened it.
     """
+    return _ramem_function_class()(embedder.name)
+
+
+_FUNCTION_CLASS: Any = None
+
+
+def _ramem_function_class() -> Any:
+    """The one EmbeddingFunction class of RaMem (defined on first use: chromadb is heavy)."""
+    global _FUNCTION_CLASS
+    if _FUNCTION_CLASS is not None:
+        return _FUNCTION_CLASS
     from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 
     class RaMemEmbeddingFunction(EmbeddingFunction[Documents]):
-        def __init__(self, wrapped: Embedder | None = None) -> None:
-            self._embedder = wrapped
+        def __init__(self, model: str = "") -> None:
+            self._model = model
 
         def __call__(self, input: Documents) -> Embeddings:  # noqa: A002 - Chroma's signature
-            if self._embedder is None:
-                msg = "RaMem collections need RaMem's embedder: open them through ramem_core"
-                raise StoreError(msg)
-            return list(self._embedder.embed(list(input)))
+            msg = "RaMem collections hold RaMem's vectors: write them through ramem_core"
+            raise StoreError(msg)
 
         @staticmethod
         def name() -> str:
             return "ramem"
 
         def get_config(self) -> dict[str, Any]:
-            return {"model": self._embedder.name if self._embedder else ""}
+            return {"model": self._model}
 
         @staticmethod
         def build_from_config(config: dict[str, Any]) -> RaMemEmbeddingFunction:
-            same = config.get("model") == embedder.name
-            return RaMemEmbeddingFunction(embedder if same else None)
+            return RaMemEmbeddingFunction(str(config.get("model", "")))
 
         def default_space(self) -> Any:
             return "cosine"
@@ -80,7 +89,8 @@ def _embedding_function(embedder: Embedder) -> Any:
         def supported_spaces(self) -> Any:
             return ["cosine", "l2", "ip"]
 
-    return RaMemEmbeddingFunction(embedder)
+    _FUNCTION_CLASS = RaMemEmbeddingFunction
+    return _FUNCTION_CLASS
 
 
 class _DirectoryLock:
@@ -107,7 +117,11 @@ class _DirectoryLock:
                 import fcntl
             except ImportError:  # not POSIX: no lock (documented)
                 return key
-            fd = os.open(os.path.join(key, ".ramem.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(os.path.join(key, ".ramem.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:  # EMFILE: too many open files, EACCES, ...
+                msg = f"cannot open the memory directory {key}: {exc.strerror or exc}"
+                raise StoreError(msg) from exc
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -142,6 +156,71 @@ def _chunks(ids: Sequence[str]) -> list[list[str]]:
     return [list(ids[i : i + _BATCH]) for i in range(0, len(ids), _BATCH)]
 
 
+def where_of(
+    windows: Sequence[TimeSpan], participants: Sequence[str], session_context: bool = True
+) -> dict[str, Any] | None:
+    """A recall frame's conditions as a Chroma ``where`` filter (the conditions' Chroma form).
+
+    It selects what :meth:`ramem_core.retrieval.Conditions.mask` selects over a snapshot, but
+    for a live session's turns: the store holds each turn's span up to its own time (spans are
+    never rewritten), while the mask, which recall uses, sees the session's whole span. An
+    event counts for a window it mostly lies in (:func:`ramem_core.retrieval.mostly_within`,
+    here through the stored ``event_mid`` and ``event_length``).
+    """
+    clauses: list[dict[str, Any]] = []
+    if windows:
+        options: list[dict[str, Any]] = []
+        for window in windows:
+            start, end = to_epoch(window.start), to_epoch(window.end)
+            options.append(
+                {
+                    "$and": [
+                        {"has_event": True},
+                        {"event_mid": {"$gte": start}},
+                        {"event_mid": {"$lte": end}},
+                        {"event_length": {"$lte": end - start}},
+                    ]
+                }
+            )
+            if session_context:
+                options.append(
+                    {
+                        "$and": [
+                            {"has_event": False},
+                            {"has_session": True},
+                            {"session_start": {"$lte": end}},
+                            {"session_end": {"$gte": start}},
+                        ]
+                    }
+                )
+        clauses.append(_any(options))
+    if participants:
+        clauses.append(_any([{"participants": {"$contains": p}} for p in participants]))
+    return _all(clauses)
+
+
+def _any(options: list[dict[str, Any]]) -> dict[str, Any]:
+    return options[0] if len(options) == 1 else {"$or": options}
+
+
+def _all(clauses: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _selection(
+    ids: Sequence[str] | None, conversation_id: str | None, session_id: str | None
+) -> dict[str, Any] | None:
+    """The ``where`` filter of a plain-value selection (ids go to Chroma's ``ids``)."""
+    clauses: list[dict[str, Any]] = []
+    if conversation_id is not None:
+        clauses.append({"conversation_id": conversation_id})
+    if session_id is not None:
+        clauses.append({"session_id": session_id})
+    return _all(clauses)
+
+
 def max_write_batch(store: ChromaStore) -> int:
     """Memories one write sends in a single Chroma call (the backend's maximum batch size):
     a call is one transaction, so an ingest of at most this many is all or nothing, even if
@@ -152,7 +231,7 @@ def max_write_batch(store: ChromaStore) -> int:
 
 def check_namespace(namespace: str) -> str:
     """Return ``namespace`` if it can name a collection, else raise InvalidInputError."""
-    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
         msg = (
             f"invalid namespace {namespace!r}: use 1-122 letters, digits, '.', '_' or '-', "
             "starting and ending with a letter or digit"
@@ -162,13 +241,17 @@ def check_namespace(namespace: str) -> str:
 
 
 class ChromaStore:
-    """Memory units in Chroma collections, one per namespace.
+    """Memory units in Chroma collections, one per namespace (RaMem's :class:`Store`).
 
     Args:
-        client: any Chroma client (persistent, ephemeral or HTTP).
-        embedder: the embedder whose vectors the collections hold; its name is recorded in each
-            collection and checked on open, so vectors of two models are never mixed.
+        client: any Chroma client (persistent, ephemeral, HTTP or cloud).
+        embedder: the embedder whose vectors the collections hold; its name and dimension are
+            recorded in each collection and checked on open, so vectors of two models are
+            never mixed.
         prefix: prefix of the collection names RaMem owns.
+        owns_client: close ``client`` with the store.
+        snapshot_dir: where snapshot files of this store may be kept (a local directory's
+            store keeps them in ``DIR/ramem-snapshots``).
     """
 
     def __init__(
@@ -178,19 +261,22 @@ class ChromaStore:
         *,
         prefix: str = "ramem",
         owns_client: bool = False,
+        snapshot_dir: Path | None = None,
     ) -> None:
         self.client = client
         self.embedder = embedder
         self.prefix = prefix
         self.owns_client = owns_client
+        self.snapshot_dir = snapshot_dir
         self.closed = False
         self._directory_lock: str | None = None
-        self._collections: dict[str, Collection] = {}
+        self._collections: OrderedDict[str, Collection] = OrderedDict()
         # freshness: each store instance is one writer with its own sequence number
         self.writer = uuid.uuid4().hex
         self._sequence = 0
+        self._sequence_lock = threading.Lock()
+        self._unannounced: set[str] = set()  # namespaces whose last version write failed
         self._versions: Collection | None = None
-        self.snapshot_files: SnapshotFiles | None = None  # built snapshots kept on disk
 
     def close(self) -> None:
         """Release the store's files and connections (a no-op the second time).
@@ -203,6 +289,7 @@ class ChromaStore:
             return
         self.closed = True
         self._collections.clear()
+        self._versions = None
         close = getattr(self.client, "close", None)
         if self.owns_client and callable(close):
             close()
@@ -238,12 +325,16 @@ class ChromaStore:
         lock = _DirectoryLock.acquire(Path(path))
         try:
             client = chromadb.PersistentClient(path=str(path), settings=_settings())
-        except Exception:
+            client.list_collections()  # a damaged database fails here, not at first recall
+        except Exception as exc:
             _DirectoryLock.release(lock)
-            raise
-        store = cls(client, embedder, owns_client=True)
+            database = Path(path) / "chroma.sqlite3"
+            msg = f"cannot open the Chroma database {database}: {exc}"
+            raise StoreError(msg) from exc
+        store = cls(
+            client, embedder, owns_client=True, snapshot_dir=Path(path) / SNAPSHOT_DIRECTORY
+        )
         store._directory_lock = lock
-        store.snapshot_files = SnapshotFiles(Path(path) / SNAPSHOT_DIRECTORY)
         return store
 
     @classmethod
@@ -275,10 +366,15 @@ class ChromaStore:
             raise StoreError("this memory store is closed; open it again to use it")
 
     def collection(self, namespace: str) -> Collection:
-        """The collection of ``namespace``, created on first use."""
+        """The collection of ``namespace``, created on first use.
+
+        Raises:
+            StoreError: the namespace holds vectors of another embedder (name or dimension).
+        """
         self._open()
         cached = self._collections.get(namespace)
         if cached is not None:
+            self._collections.move_to_end(namespace)
             return cached
         name = self._name(namespace)
         try:
@@ -294,20 +390,27 @@ class ChromaStore:
         except Exception as exc:
             msg = f"cannot open collection {name!r}: {exc}"
             raise StoreError(msg) from exc
-        stored = (collection.metadata or {}).get("ramem_embedder")
-        if stored is not None and stored != self.embedder.name:
+        metadata = collection.metadata or {}
+        stored = metadata.get("ramem_embedder")
+        dimension = metadata.get("ramem_dimension")
+        if (stored is not None and stored != self.embedder.name) or (
+            dimension is not None and dimension != self.embedder.dimension
+        ):
             msg = (
-                f"namespace {namespace!r} holds vectors of {stored!r}, not of "
-                f"{self.embedder.name!r}; open it with the same embedder or use another namespace"
+                f"namespace {namespace!r} holds {dimension}-dimensional vectors of {stored!r}, "
+                f"not {self.embedder.dimension}-dimensional ones of {self.embedder.name!r}; "
+                "open it with the same embedder or use another namespace"
             )
             raise StoreError(msg)
         self._collections[namespace] = collection
+        while len(self._collections) > _OPEN_COLLECTIONS:  # handles hold file descriptors
+            self._collections.popitem(last=False)
         return collection
 
     def _existing(self, namespace: str) -> Collection | None:
         """The collection of ``namespace`` if it exists; reads never create one."""
         if namespace in self._collections:
-            return self._collections[namespace]
+            return self.collection(namespace)
         if namespace not in self.namespaces():
             return None
         return self.collection(namespace)
@@ -333,13 +436,19 @@ class ChromaStore:
     def version(self, namespace: str) -> Version:
         """The namespace's write version: every writer's latest sequence number.
 
-        Every write (upsert, metadata update, delete, drop) raises its writer's number *after*
-        the data is written, so a reader that reads the version first and the data second
-        holds at least what the version announces.
+        Every write (upsert, delete, drop) raises its writer's number *after* the data is
+        written, so a reader that reads the version first and the data second holds at least
+        what the version announces.
         """
-        result = self._version_collection().get(
-            where={"namespace": namespace}, include=["metadatas"]
-        )
+        try:
+            result = self._version_collection().get(
+                where={"namespace": namespace}, include=["metadatas"]
+            )
+        except StoreError:
+            raise
+        except Exception as exc:
+            msg = f"reading the write version of namespace {namespace!r} failed: {exc}"
+            raise StoreError(msg) from exc
         return frozenset(
             (str(m["writer"]), int(str(m["sequence"])))
             for m in result["metadatas"] or []
@@ -347,13 +456,17 @@ class ChromaStore:
         )
 
     def _bump(self, namespace: str) -> None:
-        """Announce a write by this store to ``namespace``."""
-        self._sequence += 1
+        """Announce a write by this store to ``namespace``; raises whatever Chroma raises."""
+        with self._sequence_lock:
+            self._sequence += 1
+            sequence = self._sequence
+        self._unannounced.add(namespace)
         self._version_collection().upsert(
             ids=[f"{namespace}/{self.writer}"],
             embeddings=np.ones((1, 1), dtype=np.float32),
-            metadatas=[{"namespace": namespace, "writer": self.writer, "sequence": self._sequence}],
+            metadatas=[{"namespace": namespace, "writer": self.writer, "sequence": sequence}],
         )
+        self._unannounced.discard(namespace)
 
     def namespaces(self) -> list[str]:
         """Namespaces that have a collection in this store."""
@@ -368,9 +481,17 @@ class ChromaStore:
         self._collections.pop(namespace, None)
         if namespace in self.namespaces():
             self.client.delete_collection(name)
+            self._announce(namespace, "dropping")
+
+    def _announce(self, namespace: str, what: str) -> None:
+        try:
             self._bump(namespace)
-        if self.snapshot_files is not None:
-            self.snapshot_files.remove(namespace)
+        except Exception as exc:
+            msg = (
+                f"{what} in namespace {namespace!r} is stored, but announcing it to other "
+                f"workers failed ({exc}); the next write to the namespace announces it"
+            )
+            raise StoreError(msg) from exc
 
     # ------------------------------------------------------------------ writes
 
@@ -386,10 +507,11 @@ class ChromaStore:
 
         Up to :func:`max_write_batch` memories (5,461 on Chroma 1.x) go in one Chroma call,
         one transaction: all or nothing even if the process is killed. A larger call is split
-        into such batches; if one fails, the units this call added are deleted again (the
-        namespace is as it was except for replaced units that had identical ids), but a kill
-        between batches leaves the earlier ones: running the same ingest again completes it
-        (ids are deterministic).
+        into such batches; if one fails, or announcing the write fails, the units this call
+        added are deleted again (the namespace is as it was except for replaced units that
+        had identical ids) and :class:`StoreError` is raised, so a retry stores them once. A
+        kill between batches leaves the earlier ones: running the same ingest again completes
+        it (ids are deterministic).
 
         Args:
             new_ids: the caller guarantees the ids are new (live turns: random ids), which
@@ -418,32 +540,46 @@ class ChromaStore:
                     metadatas=[to_metadata(u) for u in batch],  # type: ignore[misc]
                 )
                 written.extend(u.id for u in batch)
+            self._bump(namespace)
         except Exception as exc:
-            for chunk in _chunks([i for i in written if i not in existing]):
-                collection.delete(ids=chunk)
-            msg = f"writing {len(units)} memories to namespace {namespace!r} failed: {exc}"
+            undone = "nothing of it was kept"
+            try:
+                for chunk in _chunks([i for i in written if i not in existing]):
+                    collection.delete(ids=chunk)
+            except Exception as again:
+                undone = f"undoing it failed too ({again}): some memories may be stored"
+            msg = (
+                f"writing {len(units)} memories to namespace {namespace!r} failed: {exc}; {undone}"
+            )
             raise StoreError(msg) from exc
-        self._bump(namespace)
         return len(set(ids) - existing)
 
     def delete(
-        self, namespace: str, *, ids: Sequence[str] | None = None, where: Where | None = None
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        where: Where | None = None,
     ) -> int:
-        """Delete memories by id or by a metadata filter; returns how many were deleted."""
+        """Delete the memories that match every selection given; returns how many were
+        deleted. ``where`` is a Chroma filter (this adapter's own extra)."""
         collection = self._existing(namespace)
         if collection is None:
             return 0
+        where = _all([dict(c) for c in (where, _selection(ids, conversation_id, session_id)) if c])
         if ids is not None:
-            found = self.existing_ids(namespace, ids)
+            found = [u.id for u in self.get(namespace, ids=ids, where=where)]
         elif where is not None:
             found = collection.get(where=where, include=[])["ids"]  # type: ignore[arg-type]
         else:
-            msg = "delete needs ids or a where filter"
+            msg = "delete needs ids, a conversation id or a session id"
             raise InvalidInputError(msg)
         for chunk in _chunks(found):
             collection.delete(ids=chunk)
-        if found:
-            self._bump(namespace)
+        if found or namespace in self._unannounced:
+            self._announce(namespace, f"deleting {len(found)} memories")
         return len(found)
 
     # ------------------------------------------------------------------ reads
@@ -464,9 +600,17 @@ class ChromaStore:
         return found
 
     def get(
-        self, namespace: str, *, ids: Sequence[str] | None = None, where: Where | None = None
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        where: Where | None = None,
     ) -> list[MemoryUnit]:
-        """Memories by id or filter (all of them when neither is given)."""
+        """The memories that match every selection given (all of them when none is);
+        ``where`` is a Chroma filter (this adapter's own extra, e.g. :func:`where_of`)."""
+        where = _all([dict(c) for c in (where, _selection(None, conversation_id, session_id)) if c])
         if ids is None:
             return self._get(namespace, where=where)[0]
         return [
@@ -514,23 +658,3 @@ class ChromaStore:
             offset += _BATCH
         matrix = np.concatenate(rows) if rows else np.zeros((0, dim), dtype=np.float32)
         return units, matrix
-
-    def query(
-        self, namespace: str, vector: npt.NDArray[np.float32], n: int, where: Where | None = None
-    ) -> list[tuple[str, float]]:
-        """Ids of the nearest memories to ``vector`` (inside ``where``), with cosine similarity."""
-        if n <= 0:
-            return []
-        kwargs: dict[str, Any] = {
-            "query_embeddings": [vector],
-            "n_results": n,
-            "include": ["distances"],
-        }
-        if where is not None:
-            kwargs["where"] = where
-        collection = self._existing(namespace)
-        if collection is None:
-            return []
-        result = collection.query(**kwargs)
-        distances = (result["distances"] or [[]])[0]
-        return [(i, 1.0 - float(d)) for i, d in zip(result["ids"][0], distances, strict=True)]

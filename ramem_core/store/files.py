@@ -6,10 +6,12 @@ the built snapshot in columnar form (:meth:`Snapshot.__getstate__`) and loads in
 second; units are decoded only when a recall returns them.
 
 A file is used only when it holds the namespace's current write version
-(:meth:`ChromaStore.version`) and was built with the same index settings, file format and
-vector dimension; anything else (another writer wrote since, other keys, a damaged or
-truncated file) falls back to Chroma, which stays the single source of truth. Files are
-written whole and renamed into place, so a crash never leaves half a file behind.
+(:meth:`~ramem_core.protocols.Store.version`) and was built with the same index settings, file
+format and vector dimension, and (checked by :class:`~ramem_core.store.cache.SnapshotCache`)
+holds as many memories as the store: a writer killed between its data and its version write
+leaves memories no version announces. Anything else (another writer wrote since, other keys, a
+damaged or truncated file) falls back to the store, which stays the single source of truth.
+Files are written whole and renamed into place, so a crash never leaves half a file behind.
 
 Files are pickles written by RaMem into the memory directory, and trusted like the Chroma
 database beside them: whoever can write that directory can change the memories anyway.
@@ -24,16 +26,14 @@ import pickle
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ramem_core.store.snapshot import Snapshot
-
-if TYPE_CHECKING:
-    from ramem_core.store.chroma import Version
+from ramem_core.types import Version
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3
 """Raised whenever what a file holds changes shape; older files are then ignored."""
 
 MIN_MEMORIES = 2_000

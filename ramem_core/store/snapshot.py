@@ -72,6 +72,18 @@ def _set_span(arrays: SpanArrays, rows: Sequence[int], span: TimeSpan | None) ->
 SessionKey = tuple[str, str]
 
 
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """A stored session as a live writer continues it: its id, position, span so far, how
+    many turns it has and who spoke, in order of first turn."""
+
+    session_id: str
+    index: int
+    span: TimeSpan | None
+    turns: int
+    speakers: tuple[str, ...]
+
+
 def _union(spans: Sequence[TimeSpan]) -> TimeSpan:
     return TimeSpan(min(s.start for s in spans), max(s.end for s in spans), spans[0].granularity)
 
@@ -237,8 +249,10 @@ class Snapshot:
         self._vector_rows = None if vectors is None else Rows.of(vectors)
         self.position = {u.id: i for i, u in enumerate(self.units)}
         self._session_rows: dict[SessionKey, list[int]] = {}
+        self._latest: dict[str, tuple[int, str]] = {}  # conversation -> its latest session
         for row, unit in enumerate(self.units):
             self._session_rows.setdefault(session_key(unit), []).append(row)
+            self._note_session(self._latest, unit)
         self.session = _span_arrays([self._session_span.get(session_key(u)) for u in self.units])
         self.event = _span_arrays([u.context.event_time for u in self.units])
         self.timed: Mask = np.array([_says_when(u) for u in self.units], dtype=bool)
@@ -275,6 +289,29 @@ class Snapshot:
         units = self.units
         ids = units.ids() if isinstance(units, StoredUnits) else [u.id for u in units]
         self.position = {unit_id: row for row, unit_id in enumerate(ids)}
+
+    @staticmethod
+    def _note_session(latest: dict[str, tuple[int, str]], unit: MemoryUnit) -> None:
+        ctx = unit.context
+        held = latest.get(ctx.conversation_id)
+        if held is None or (ctx.session_index, ctx.session_id) > held:
+            latest[ctx.conversation_id] = (ctx.session_index, ctx.session_id)
+
+    def latest_session(self, conversation_id: str) -> SessionState | None:
+        """The latest session of a conversation (the highest session index), as stored."""
+        held = self._latest.get(conversation_id)
+        if held is None:
+            return None
+        index, session_id = held
+        key = (conversation_id, session_id)
+        units = [self.units[row] for row in self._session_rows[key]]
+        return SessionState(
+            session_id=session_id,
+            index=index,
+            span=self._session_span.get(key),
+            turns=max(u.context.turn_index for u in units) + 1,
+            speakers=tuple(dict.fromkeys(u.context.speaker for u in units)),
+        )
 
     def unit(self, row: int) -> MemoryUnit:
         """The memory at ``row`` with its whole session's span."""
@@ -344,9 +381,11 @@ class Snapshot:
         new.position.update((u.id, n_old + i) for i, u in enumerate(appended))
         new._session_span = spans
         new._session_rows = dict(self._session_rows)
+        new._latest = dict(self._latest)
         for i, unit in enumerate(appended, start=n_old):
             key = session_key(unit)
             new._session_rows[key] = [*new._session_rows.get(key, ()), i]
+            self._note_session(new._latest, unit)
         for key in respan:  # a stored span was rewritten: it may also have shrunk
             derived = session_spans([new.units[r] for r in new._session_rows[key]]).get(key)
             if derived is None:

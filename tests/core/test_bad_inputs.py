@@ -818,7 +818,7 @@ READS = [
         I,
         "k must be",
     ),  # type: ignore[arg-type]
-    Bad("count bad namespace", lambda c: c.memory.count("a/b"), I, "invalid namespace"),
+    Bad("count bad namespace", lambda c: c.memory.count(namespace="a/b"), I, "invalid namespace"),
 ]
 
 DELETES = [
@@ -873,7 +873,7 @@ DELETES = [
         I,
         "invalid namespace",
     ),
-    Bad("drop a bad namespace", lambda c: c.memory.drop("a b"), I, "invalid namespace"),
+    Bad("drop a bad namespace", lambda c: c.memory.drop(namespace="a b"), I, "invalid namespace"),
 ]
 
 OPENING = [

@@ -112,7 +112,7 @@ def test_ingest_and_recall_through_a_chroma_server(chroma_server: int) -> None:
 def test_two_workers_on_a_server_lose_nothing_and_see_deletes(chroma_server: int) -> None:
     def worker() -> RaMem:
         memory = _client(chroma_server, "two-workers")
-        memory.retriever.refresh_seconds = 0.0
+        memory.snapshots.refresh_seconds = 0.0
         return memory
 
     first, second = worker(), worker()

@@ -74,8 +74,18 @@ def test_embedder_mismatch_is_refused(tmp_path: Path) -> None:
     class Other(HashEmbedder):
         name = "other-model"
 
-    with pytest.raises(StoreError, match="holds vectors of 'hash-embedder'"):
-        RaMem.open(tmp_path, embedder=Other()).count()
+    with pytest.raises(StoreError, match="holds 64-dimensional vectors of 'hash-embedder'"):
+        RaMem.open(tmp_path, embedder=Other(64)).count()
+
+
+def test_an_embedder_of_another_dimension_is_refused_at_open(tmp_path: Path) -> None:
+    with RaMem.open(tmp_path, embedder=HashEmbedder(64)) as memory:
+        memory.add_conversation(two_trips())
+    with (
+        RaMem.open(tmp_path, embedder=HashEmbedder(32)) as memory,
+        pytest.raises(StoreError, match="64-dimensional vectors of 'hash-embedder', not 32"),
+    ):
+        memory.recall("Where did Ben go?")
 
 
 # ---------------------------------------------------------------- live turns
@@ -196,8 +206,8 @@ def test_delete_by_unit_session_conversation_and_namespace(memory: RaMem) -> Non
     assert memory.count() == 3
     assert memory.delete(conversation_id="friends") == 3
     assert memory.count() == 0
-    assert memory.count("other") == 6  # other tenant untouched
-    memory.drop("other")
+    assert memory.count(namespace="other") == 6  # other tenant untouched
+    memory.drop(namespace="other")
     assert "other" not in memory.store.namespaces()
     with pytest.raises(InvalidInputError):
         memory.delete()
@@ -329,6 +339,7 @@ def test_id_lookups_stay_under_sqlite_variable_limits(memory: RaMem) -> None:
     memory.add_conversation(two_trips())
     stored = [u.id for u in memory.store.get(memory.namespace)]
     many = [f"missing-{i}" for i in range(40_000)] + stored
+    assert isinstance(memory.store, ChromaStore)
     assert sorted(memory.store.existing_ids(memory.namespace, many)) == sorted(stored)
     assert len(memory.store.get(memory.namespace, ids=many)) == 6
     assert memory.delete(unit_ids=many) == 6
@@ -363,7 +374,7 @@ def test_reads_of_an_unknown_namespace_never_create_it(memory: RaMem) -> None:
         memory.recall("sardines", k=3, namespace="nobody")
     with pytest.raises(NamespaceNotFoundError):
         memory.frame("sardines", namespace="nobody")
-    assert memory.count("nobody") == 0
+    assert memory.count(namespace="nobody") == 0
     assert memory.delete(conversation_id="friends", namespace="nobody") == 0
     assert memory.store.get("nobody") == []
     assert memory.situate("sardines", namespace="nobody").text == ""
@@ -457,15 +468,12 @@ def test_opening_and_closing_many_memories_does_not_pile_up_descriptors(tmp_path
 
 
 def test_snapshot_cache_keeps_the_most_recently_used_namespaces(store: ChromaStore) -> None:
-    from ramem_core.retrieval import Retriever
-
-    memory = RaMem(store, counter=WordCounter())
-    memory.retriever = Retriever(store, store.embedder, max_snapshots=2)
+    memory = RaMem(store, counter=WordCounter(), max_snapshots=2)
     for ns in ("a1", "b2", "c3"):
         memory.add_conversation(two_trips(), namespace=ns)
     for ns in ("a1", "b2", "a1", "c3"):
         memory.recall("sardines", k=1, namespace=ns)
-    assert list(memory.retriever._snapshots) == ["a1", "c3"]  # b2 was least recently used
+    assert memory.snapshots.cached == ["a1", "c3"]  # b2 was least recently used
     assert memory.recall("sardines", k=1, namespace="b2")  # rebuilt on demand
 
 
@@ -473,9 +481,8 @@ def test_snapshot_cache_keeps_the_most_recently_used_namespaces(store: ChromaSto
 
 
 def _worker(path: Path, refresh: float = 0.0) -> RaMem:
-    worker = RaMem(ChromaStore.persistent(path, HashEmbedder()), counter=WordCounter())
-    worker.retriever.refresh_seconds = refresh
-    return worker
+    store = ChromaStore.persistent(path, HashEmbedder())
+    return RaMem(store, counter=WordCounter(), refresh_seconds=refresh)
 
 
 def test_another_workers_delete_and_edit_are_seen_even_when_the_count_is_unchanged(

@@ -12,7 +12,11 @@ def test_all_matches_public_names() -> None:
     public = {
         name
         for name, value in vars(ramem_core).items()
-        if not name.startswith("_") and getattr(value, "__module__", "").startswith("ramem_core")
+        if not name.startswith("_")
+        and (
+            getattr(value, "__module__", "").startswith("ramem_core")
+            or (name.isupper() and isinstance(value, int | str))  # constants such as DEFAULT_K
+        )
     }
     assert set(ramem_core.__all__) - {"__version__"} == public
 

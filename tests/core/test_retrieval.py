@@ -20,11 +20,13 @@ from ramem_core import (
     RecallFrame,
     RetrievalConfig,
     Session,
+    Store,
     TimeSpan,
     Turn,
 )
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.retrieval import CONTENT_ONLY, Conditions
+from ramem_core.store.chroma import where_of
 from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
 from ramem_core.testing import HashEmbedder, WordCounter
 from tests.conftest import two_trips
@@ -32,7 +34,16 @@ from tests.conftest import two_trips
 WRONG_EPISODE_QUERY = "Where did Ben eat grilled sardines by the river in August?"
 
 
-def content_only(store: ChromaStore) -> RaMem:
+def chroma_select(memory: RaMem, conditions: Conditions) -> list[MemoryUnit]:
+    """The memories Chroma's ``where`` filter of ``conditions`` selects."""
+    assert isinstance(memory.store, ChromaStore)
+    where = where_of(
+        [w for _, w in conditions.windows], conditions.participants, conditions.session_context
+    )
+    return memory.store.get(memory.namespace, where=where)
+
+
+def content_only(store: Store) -> RaMem:
     return RaMem(store, config=CONTENT_ONLY, counter=WordCounter())
 
 
@@ -120,12 +131,14 @@ def test_k_is_honoured_and_validated(memory: RaMem) -> None:
 def test_recall_on_an_unknown_namespace_says_so_and_an_emptied_one_returns_nothing(
     memory: RaMem,
 ) -> None:
-    with pytest.raises(NamespaceNotFoundError, match="'default' does not exist"):
+    memory.add_turn("Ann", "I adopted a cat.", at=datetime(2023, 5, 1), namespace="other-tenant")
+    with pytest.raises(NamespaceNotFoundError, match="'default' does not exist") as raised:
         memory.recall("anything at all last August", k=5)
+    assert "other-tenant" not in str(raised.value)  # another tenant's name is not the caller's
     memory.add_turn("Ann", "I moved to Lisbon.", at=datetime(2023, 5, 1))
     memory.delete(conversation_id="live")
     assert memory.count() == 0
-    assert memory.recall("anything at all last August", k=5) == []
+    assert list(memory.recall("anything at all last August", k=5)) == []
 
 
 @pytest.mark.parametrize(
@@ -142,9 +155,9 @@ def test_chroma_filter_and_bm25_mask_select_the_same_memories(memory: RaMem, que
     frame = memory.frame(query)
     conditions = Conditions.of(frame)
     assert conditions, f"expected a grounded frame for {query!r}: {frame}"
-    index = memory.retriever.snapshot(memory.namespace)
+    index = memory.snapshots.get(memory.namespace)
     masked = {index.units[i].id for i in conditions.mask(index).nonzero()[0]}
-    filtered = {u.id for u in memory.store.get(memory.namespace, where=conditions.where())}
+    filtered = {u.id for u in chroma_select(memory, conditions)}
     assert masked == filtered
     assert all(conditions.satisfied(u) for u in index.units if u.id in masked)
 
@@ -172,9 +185,9 @@ def test_an_event_counts_for_a_window_it_mostly_lies_in(memory: RaMem) -> None:
     )
     frame = memory.frame("Where was Ben the week before 16 November 2023?")
     conditions = Conditions.of(frame, padding=RetrievalConfig().window_padding)
-    snap = memory.retriever.snapshot(memory.namespace)
+    snap = memory.snapshots.get(memory.namespace)
     masked = {snap.units[i].id for i in conditions.mask(snap).nonzero()[0]}
-    filtered = {u.id for u in memory.store.get(memory.namespace, where=conditions.where())}
+    filtered = {u.id for u in chroma_select(memory, conditions)}
     assert masked == filtered == {"week", "day"}
     timely = {u.id for u in snap.units if any("within" in m for m in conditions.satisfied(u))}
     assert timely == masked
@@ -210,7 +223,7 @@ def test_session_context_switch_changes_the_filter(memory: RaMem) -> None:
     frame = memory.frame("What did Ben say in March?")
     with_session = Conditions.of(frame, session_context=True)
     without = Conditions.of(frame, session_context=False)
-    index = memory.retriever.snapshot(memory.namespace)
+    index = memory.snapshots.get(memory.namespace)
     assert with_session.mask(index).sum() > without.mask(index).sum()
 
 
@@ -404,9 +417,9 @@ def test_participants_constrain_only_when_they_tell_episodes_apart(memory: RaMem
     frame = memory.frame("What did Carol bring?")
     assert frame.participants == ("Carol",)
     conditions = Conditions.of(frame)
-    snap = memory.retriever.snapshot(memory.namespace)
+    snap = memory.snapshots.get(memory.namespace)
     masked = {snap.units[i].id for i in conditions.mask(snap).nonzero()[0]}
-    filtered = {u.id for u in memory.store.get(memory.namespace, where=conditions.where())}
+    filtered = {u.id for u in chroma_select(memory, conditions)}
     assert masked == filtered
     assert {snap.units[snap.position[i]].source_ids[0] for i in masked} == {"S4:1", "S4:2"}
     top, second, third = memory.recall("What did Carol bring?", k=3)
@@ -427,7 +440,7 @@ def test_live_turns_keep_the_episodic_keys_current(memory: RaMem) -> None:
     lexical = {e.unit.id: e.lexical_score for e in memory.recall(query, k=3)}
     assert lexical[reply.id]  # a neighbour of the turn that named the class
     assert lexical[later.id]  # two turns away, added after the first recall
-    session = memory.retriever.snapshot(memory.namespace).index
+    session = memory.snapshots.get(memory.namespace).index
     assert len(session.session_rows) == 1
 
 
@@ -448,11 +461,11 @@ def test_frame_windows_are_padded_by_two_days(memory: RaMem) -> None:
     )
     frame = memory.frame("What did Ben book in August?")
     assert frame.grounded_times
-    snap = memory.retriever.snapshot(memory.namespace)
+    snap = memory.snapshots.get(memory.namespace)
     padded = Conditions.of(frame, padding=memory.retriever.config.window_padding)
     assert {snap.units[i].source_ids[0] for i in padded.mask(snap).nonzero()[0]} == {"J:1"}
     assert not Conditions.of(frame).mask(snap).any()
-    filtered = memory.store.get(memory.namespace, where=padded.where())
+    filtered = chroma_select(memory, padded)
     assert [u.source_ids[0] for u in filtered] == ["J:1"]  # the Chroma filter agrees
     [top] = memory.recall("What did Ben book in August?", k=1)
     assert top.contextual
@@ -509,17 +522,17 @@ def test_an_anchor_event_is_located_only_when_dense_and_lexical_agree(tmp_path: 
     store = ChromaStore.persistent(tmp_path / "db", SynonymEmbedder())
     memory = RaMem(store, counter=WordCounter())
     memory.add_conversation(two_trips())
-    found = memory.retriever.locate("default", "grilled sardines")
+    found = memory.retriever.locate(memory.snapshots.get("default"), "grilled sardines")
     assert found is not None
     assert found.source_ids == ("S2:1",)
     # dense similarity alone (no word in common) is not enough
-    assert memory.retriever.snapshot("default").index.lexical_scores("vacation").max() == 0
-    assert memory.retriever.locate("default", "vacation") is None
+    assert memory.snapshots.get("default").index.lexical_scores("vacation").max() == 0
+    assert memory.retriever.locate(memory.snapshots.get("default"), "vacation") is None
     # nor is one shared word in a long phrase: the best match is lexically supported (top
     # three) but not similar enough
     phrase = "holiday zebra quartz violin mango"
-    assert memory.retriever.snapshot("default").index.lexical_scores(phrase).max() > 0
-    assert memory.retriever.locate("default", phrase) is None
+    assert memory.snapshots.get("default").index.lexical_scores(phrase).max() > 0
+    assert memory.retriever.locate(memory.snapshots.get("default"), phrase) is None
 
 
 def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem) -> None:
@@ -565,13 +578,13 @@ def test_a_relation_question_and_its_anchor_are_embedded_in_one_call(
 ) -> None:
     memory.add_conversation(two_trips())
     calls: list[list[str]] = []
-    embed = memory.retriever.embedder.embed
+    embed = memory.embedder.embed  # the model behind the retriever's recent-query vectors
 
     def counted(texts: Sequence[str]) -> npt.NDArray[np.float32]:
         calls.append(list(texts))
         return embed(texts)
 
-    monkeypatch.setattr(memory.retriever.embedder, "embed", counted)
+    monkeypatch.setattr(memory.embedder, "embed", counted)
     query = "What did Ben eat after the trip to Lisbon?"
     first = memory.recall(query, k=3)
     assert len(calls) == 1  # the anchor phrase and the question together
@@ -579,7 +592,7 @@ def test_a_relation_question_and_its_anchor_are_embedded_in_one_call(
     assert len(calls[0]) == 2
     assert [e.unit.id for e in memory.recall(query, k=3)] == [e.unit.id for e in first]
     assert len(calls) == 1  # asked again: no embedding at all
-    memory.retriever.forget_queries()
+    memory.retriever.embedder.forget()  # type: ignore[attr-defined]
     memory.recall(query, k=3)
     assert len(calls) == 2
 
@@ -597,7 +610,7 @@ def test_a_relation_question_passes_over_the_vectors_once(
     query = "What did Alice do after the Lisbon holiday?"
     everywhere = memory.frame(query)  # a namespace smaller than the bound: a full search
     monkeypatch.setattr(retrieval, "ANCHOR_CANDIDATES", 2)
-    memory.retriever.forget_queries()
+    memory.retriever.embedder.forget()  # type: ignore[attr-defined]
     passes: list[int] = []
     cosines = EpisodicIndex.cosines
 
@@ -606,8 +619,8 @@ def test_a_relation_question_passes_over_the_vectors_once(
         return cosines(index, vector)
 
     monkeypatch.setattr(EpisodicIndex, "cosines", counted)
-    frame = memory.frame(query)
-    evidence = memory.retriever.retrieve("default", frame, k=3)
+    found = memory.recall(query, k=3)
+    frame, evidence = found.frame, found.evidence
     assert len(passes) == 1
     assert [t.anchor_id for t in frame.times] == [t.anchor_id for t in everywhere.times]
     assert any(t.anchor_id for t in frame.times)  # the anchor was found among the candidates
@@ -649,9 +662,7 @@ def _locate_among(contents: list[str], best: int, monkeypatch: pytest.MonkeyPatc
     ]
     snap = Snapshot(units, vectors)
     embedder = PinnedEmbedder({"kiln": np.eye(1, dimension, dtype=np.float32)[0]})
-    retriever = Retriever(ChromaStore.ephemeral(embedder), embedder)
-    monkeypatch.setattr(retriever, "snapshot", lambda namespace: snap)
-    found = retriever.locate("default", "kiln")
+    found = Retriever(embedder).locate(snap, "kiln")
     return None if found is None else found.id
 
 
@@ -670,24 +681,25 @@ def test_an_anchor_must_be_among_the_three_best_lexical_matches(
     assert _locate_among(equal, best=2, monkeypatch=monkeypatch) == "m2"
 
 
-def test_cached_cosines_belong_to_their_snapshot_object(memory: RaMem) -> None:
-    """A cached entry whose snapshot is gone is never served to a new snapshot that happens to
-    get the same ``id``."""
-    import weakref
-
+def test_recall_reads_one_snapshot_for_its_frame_and_its_ranking(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that lands between the frame and the ranking is seen by both or by neither:
+    one recall takes the namespace's snapshot once."""
     memory.add_conversation(two_trips())
-    retriever = memory.retriever
-    snap = retriever.snapshot("default")
-    query = "Where did Ben eat grilled sardines?"
-    want = retriever.cosines(snap, query)
+    reads: list[object] = []
+    get = memory.snapshots.get
 
-    from ramem_core.store.snapshot import Snapshot
+    def counted(namespace: str) -> object:
+        snap = get(namespace)
+        reads.append(snap)
+        return snap
 
-    gone = weakref.ref(Snapshot([], None))  # freed at once: its id may be reused
-    assert gone() is None
-    stale = np.full_like(want, 7.0)
-    retriever._cosines[(id(snap), query)] = (gone, stale)  # as if snap reused that id
-    np.testing.assert_allclose(retriever.cosines(snap, query), want)
+    monkeypatch.setattr(memory.snapshots, "get", counted)
+    found = memory.recall("What did Alice do after the Lisbon holiday?", k=3)
+    assert len(reads) == 1
+    assert any(t.anchor_id for t in found.frame.times)  # the frame read it too
+    assert found.frame.now == datetime(2023, 8, 28, 21, 0)  # the snapshot's last session end
 
 
 @pytest.mark.parametrize(

@@ -117,33 +117,34 @@ def test_files_hold_one_namespace_each_and_go_with_a_drop(tmp_path: Path) -> Non
     assert files.path("bob").exists()
     assert files.path("alice") != files.path("bob")
     with _open(tmp_path) as memory:
-        memory.store.drop("bob")
+        memory.drop(namespace="bob")
     assert not files.path("bob").exists()
 
 
 def test_a_big_snapshot_is_written_when_built(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ramem_core.retrieval import Retriever
+    from ramem_core.store.cache import SnapshotCache
 
     memory = _open(tmp_path)
     memory.add_conversation(two_trips())
-    memory.retriever.invalidate()
-    monkeypatch.setattr("ramem_core.retrieval.MIN_MEMORIES", 1)
+    memory.snapshots.invalidate()
+    monkeypatch.setattr("ramem_core.store.cache.MIN_MEMORIES", 1)
     memory.recall(QUERIES[0])  # built from Chroma now, its file written beside
-    assert memory.retriever.persist() == 0  # waits for that file; nothing else to write
+    assert memory.snapshots.persist() == 0  # waits for that file; nothing else to write
     files = SnapshotFiles(tmp_path / "ramem-snapshots")
     assert files.path("default").exists()  # before any close: a crash keeps it
-    retriever = Retriever(memory.store, memory.embedder)
-    assert retriever.persist() == 0  # nothing cached there, nothing to write
+    other = SnapshotCache(memory.store, memory.retriever.config.keys, files=files)
+    assert other.persist() == 0  # nothing cached there, nothing to write
     memory.close()
 
 
 def test_files_are_only_for_a_local_directory() -> None:
     memory = RaMem.ephemeral(embedder=HashEmbedder())
-    assert memory.store.snapshot_files is None
+    assert memory.store.snapshot_dir is None
+    assert memory.snapshots.files is None
     memory.add_conversation(two_trips())
-    assert memory.retriever.persist() == 0
+    assert memory.snapshots.persist() == 0
     memory.close()
 
 
@@ -216,9 +217,15 @@ def test_a_loaded_lexical_index_scores_removes_and_appends_like_the_original() -
     np.testing.assert_allclose(again.scores(query), evolved.scores(query))
 
 
-def test_a_store_on_a_server_has_no_files() -> None:
-    store = ChromaStore.ephemeral(HashEmbedder())
-    assert store.snapshot_files is None
+def test_a_store_on_a_server_has_no_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    import chromadb
+
+    monkeypatch.setattr(
+        chromadb, "HttpClient", lambda **kw: chromadb.EphemeralClient(kw["settings"])
+    )
+    store = ChromaStore.http("127.0.0.1", 9, HashEmbedder())
+    assert store.snapshot_dir is None
+    assert RaMem(store).snapshots.files is None
 
 
 def test_an_update_neither_encodes_units_nor_copies_its_buffers(

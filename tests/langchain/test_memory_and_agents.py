@@ -62,7 +62,7 @@ def test_chain_memory_clear_drops_only_its_namespace(memory: RaMem) -> None:
     memory.add_conversation(two_trips(), namespace="bob")
     RaMemMemory(memory=memory, namespace="alice").clear()
     assert "alice" not in memory.store.namespaces()
-    assert memory.count("bob") == 6
+    assert memory.count(namespace="bob") == 6
 
 
 # ---------------------------------------------------------------- create_agent middleware
@@ -90,7 +90,7 @@ def test_middleware_injects_memories_and_records_the_exchange(memory: RaMem) -> 
     # memories are not written into the stored conversation history
     assert not any(isinstance(m, SystemMessage) for m in result["messages"])
     # the exchange is now memory, in Ben's namespace only
-    assert memory.count("ben") == 8
+    assert memory.count(namespace="ben") == 8
     assert "alice" not in memory.store.namespaces()
 
 
@@ -159,7 +159,7 @@ async def test_middleware_works_async(memory: RaMem) -> None:
         {"messages": [("user", "What did I eat in August?")]}, context=MemoryContext("ben")
     )
     assert "sardines" in model.calls[0][0].text
-    assert memory.count("ben") == 8
+    assert memory.count(namespace="ben") == 8
 
 
 # ---------------------------------------------------------------- any LangChain model
@@ -216,4 +216,4 @@ def test_the_readme_agent_snippet_works_as_written(memory: RaMem, tmp_path) -> N
     exec(code, {"memory": memory, "model": model})
     [sent] = model.calls
     assert "<memory" in sent[0].text  # the model saw Alice's memories
-    assert memory.count("alice") > 0
+    assert memory.count(namespace="alice") > 0

@@ -88,7 +88,7 @@ async def test_memory_block_stores_flushed_messages_and_recalls(memory: RaMem) -
     ):
         role = MessageRole.USER if len(agent_memory.get_all()) % 2 == 0 else MessageRole.ASSISTANT
         await agent_memory.aput(ChatMessage(role=role, content=text))
-    assert memory.count("ben") > 6  # flushed turns became situated memories
+    assert memory.count(namespace="ben") > 6  # flushed turns became situated memories
     stored = [u for u in memory.store.get("ben") if u.context.conversation_id == "llamaindex"]
     assert stored[0].context.event_time is not None
     assert stored[0].context.event_time.start.date().isoformat() == "2023-08-31"

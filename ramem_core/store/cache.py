@@ -1,0 +1,292 @@
+"""The snapshots of one memory's namespaces, and the one owner of their freshness.
+
+Every read of a namespace and every write to it goes through :class:`SnapshotCache`: a write
+is the store's write, then the cached snapshot updated in place (write-through); a read
+returns a snapshot that holds every write this cache made and, within ``refresh_seconds``,
+every write of anybody else. Each snapshot carries the store's write version it holds, so the
+cache knows exactly which writes it has: a snapshot is only ever replaced by a newer one, this
+cache's own writes are folded in only onto the snapshot that holds every earlier write, and
+anything else reloads from the store, which stays the single source of truth.
+
+Snapshot files (:mod:`.files`) are loaded, written and removed here too: a file is used only
+when it holds the current write version, the same index settings and as many memories as the
+store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ramem_core.errors import InvalidInputError
+from ramem_core.protocols import Store
+from ramem_core.store.files import MIN_MEMORIES, Signature, SnapshotFiles
+from ramem_core.store.index import EpisodicKeys
+from ramem_core.store.snapshot import Snapshot
+from ramem_core.types import MemoryUnit, Version, newer_or_equal
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Cached:
+    checked: float  # when the version was last compared with the store's (monotonic clock)
+    snap: Snapshot
+    version: Version  # the store's version whose every write the snapshot holds
+    saved: bool = False  # a snapshot file holds (or is being written with) this snapshot
+
+
+def _own(version: Version, writer: str) -> int:
+    return dict(version).get(writer, 0)
+
+
+def _others(version: Version, writer: str) -> Version:
+    return frozenset(entry for entry in version if entry[0] != writer)
+
+
+class SnapshotCache:
+    """Snapshots of a store's namespaces, kept fresh, for the ``max_snapshots`` most recently
+    used namespaces.
+
+    Args:
+        store: the source of truth.
+        keys: the episodic keys the snapshots' indexes build.
+        files: snapshot files to load from and save to (a local directory's), or ``None``.
+        refresh_seconds: how long a snapshot is served before the store's write version is
+            compared again (another writer's write is seen within this time).
+        max_snapshots: how many namespaces' snapshots are kept (least recently used dropped).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        keys: EpisodicKeys,
+        *,
+        files: SnapshotFiles | None = None,
+        refresh_seconds: float = 1.0,
+        max_snapshots: int = 16,
+    ) -> None:
+        if max_snapshots < 1:
+            msg = f"max_snapshots must be at least 1, got {max_snapshots}"
+            raise InvalidInputError(msg)
+        if refresh_seconds < 0:
+            msg = f"refresh_seconds must not be negative, got {refresh_seconds}"
+            raise InvalidInputError(msg)
+        self.store = store
+        self.keys = keys
+        self.files = files
+        self.refresh_seconds = refresh_seconds
+        self.max_snapshots = max_snapshots
+        self._snapshots: OrderedDict[str, _Cached] = OrderedDict()
+        self._written: dict[str, int] = {}  # namespace -> this writer's last sequence there
+        self._lock = threading.Lock()
+        self._file_writers: list[threading.Thread] = []
+
+    @property
+    def cached(self) -> list[str]:
+        """The namespaces whose snapshots are held, least recently used first."""
+        with self._lock:
+            return list(self._snapshots)
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, namespace: str) -> Snapshot:
+        """The namespace's snapshot: every write of this cache, and every other writer's
+        write older than ``refresh_seconds``."""
+        now = time.monotonic()
+        writer = self.store.writer
+        with self._lock:
+            cached = self._snapshots.get(namespace)
+            if cached is not None:
+                self._snapshots.move_to_end(namespace)
+                complete = _own(cached.version, writer) >= self._written.get(namespace, 0)
+                if complete and now - cached.checked < self.refresh_seconds:
+                    return cached.snap
+        version = self.store.version(namespace)  # first the version, then the data
+        if cached is not None and version == cached.version:
+            with self._lock:
+                cached.checked = now
+            return cached.snap
+        snap, saved = self._from_file(namespace, version), True
+        if snap is None:
+            units, vectors = self.store.load(namespace)
+            snap, saved = Snapshot(units, vectors, self.keys), False
+            if self.files is not None and len(snap) >= MIN_MEMORIES:
+                self._save_in_background(namespace, snap, version)
+                saved = True
+        with self._lock:
+            self._remember(namespace, _Cached(now, snap, version, saved))
+        return snap
+
+    def _from_file(self, namespace: str, version: Version) -> Snapshot | None:
+        if self.files is None:
+            return None
+        snap = self.files.load(namespace, version, self._signature())
+        if snap is None:
+            return None
+        stored = self.store.count(namespace)
+        if len(snap) != stored:
+            # a writer killed between its data and its version write: memories no version
+            # announces are in the store, and a file at that version lacks them
+            log.warning(
+                "ignoring the snapshot file of %r: it holds %d memories, the store %d",
+                namespace,
+                len(snap),
+                stored,
+            )
+            return None
+        return snap
+
+    def _remember(self, namespace: str, entry: _Cached) -> None:
+        """Cache ``entry`` unless a newer snapshot is held; drop the least recently used
+        beyond the bound. (Call with the lock held.)"""
+        held = self._snapshots.get(namespace)
+        if held is not None and held.version != entry.version:
+            if newer_or_equal(held.version, entry.version):
+                return  # a slow load finished after a newer snapshot was cached: keep that
+            if not newer_or_equal(entry.version, held.version):
+                del self._snapshots[namespace]  # each holds writes the other lacks
+                return
+        self._snapshots[namespace] = entry
+        self._snapshots.move_to_end(namespace)
+        while len(self._snapshots) > self.max_snapshots:
+            self._snapshots.popitem(last=False)
+
+    # ------------------------------------------------------------------ writes
+
+    def write(
+        self,
+        namespace: str,
+        units: Sequence[MemoryUnit],
+        vectors: npt.NDArray[np.float32],
+        *,
+        new_ids: bool = False,
+    ) -> int:
+        """Store ``units`` with their ``vectors``, then fold them into the cached snapshot;
+        returns how many were new (see :meth:`Store.upsert`)."""
+        new = self.store.upsert(namespace, units, vectors, new_ids=new_ids)
+        if units:
+            self._absorb(namespace, units, vectors)
+        return new
+
+    def _absorb(
+        self, namespace: str, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]
+    ) -> None:
+        """Fold what this cache just wrote into the cached snapshot, if that snapshot holds
+        every earlier write (else drop it: the next read reloads).
+
+        New units and new contexts of known units (a live session growing) update only the
+        sessions they touch (:meth:`Snapshot.updated`); other changes rebuild the in-memory
+        index from the snapshot's units (never a reload from the store)."""
+        writer = self.store.writer
+        version = self.store.version(namespace)
+        with self._lock:
+            self._written[namespace] = max(self._written.get(namespace, 0), _own(version, writer))
+            cached = self._snapshots.get(namespace)
+        if cached is None:
+            return
+        if (
+            _others(version, writer) != _others(cached.version, writer)
+            or _own(cached.version, writer) != _own(version, writer) - 1
+        ):
+            self.invalidate(namespace)  # it misses a write (another's, or a lost one of ours)
+            return
+        snap = cached.snap
+        changed = {u.id: u for u in units}
+        fresh = dict(zip((u.id for u in units), vectors, strict=True))
+        evolved = snap.updated(list(changed.values()), fresh)  # appends: only touched sessions
+        if evolved is None:
+            if snap.vectors is None:
+                self.invalidate(namespace)
+                return
+            keep = [i for i, u in enumerate(snap.units) if u.id not in changed]
+            added = list(changed.values())
+            evolved = Snapshot(
+                [snap.units[i] for i in keep] + added,
+                np.vstack([snap.vectors[keep], np.asarray([fresh[u.id] for u in added])]),
+                self.keys,
+            )
+        with self._lock:
+            self._remember(namespace, _Cached(cached.checked, evolved, version))
+
+    def delete(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Delete the memories that match every selection given; returns the count."""
+        try:
+            return self.store.delete(
+                namespace, ids=ids, conversation_id=conversation_id, session_id=session_id
+            )
+        finally:
+            self.invalidate(namespace)
+
+    def drop(self, namespace: str) -> None:
+        """Delete a namespace, its snapshot and its snapshot file."""
+        try:
+            self.store.drop(namespace)
+        finally:
+            self.invalidate(namespace)
+            if self.files is not None:
+                self.files.remove(namespace)
+
+    def invalidate(self, namespace: str | None = None) -> None:
+        """Forget the snapshot of ``namespace`` (of every namespace when ``None``)."""
+        with self._lock:
+            if namespace is None:
+                self._snapshots.clear()
+            else:
+                self._snapshots.pop(namespace, None)
+
+    # ------------------------------------------------------------------ files
+
+    def _signature(self) -> Signature:
+        return Signature(repr(self.keys), self.store.embedder.dimension)
+
+    def _save_in_background(self, namespace: str, snap: Snapshot, version: Version) -> None:
+        """Write a built snapshot's file beside the recall that built it (seconds at 100k)."""
+        assert self.files is not None
+        writer = threading.Thread(
+            target=self.files.save,
+            args=(namespace, snap, version, self._signature()),
+            name=f"ramem-snapshot-file-{namespace}",
+        )
+        writer.start()
+        with self._lock:
+            self._file_writers = [w for w in self._file_writers if w.is_alive()] + [writer]
+
+    def persist(self) -> int:
+        """Write the snapshot file of every cached snapshot that has none yet (live writes
+        since it was loaded), after waiting for the files being written since a build;
+        returns how many this call wrote."""
+        with self._lock:
+            writers, self._file_writers = self._file_writers, []
+        for writer in writers:
+            writer.join()
+        if self.files is None:
+            return 0
+        with self._lock:
+            pending = [(ns, c) for ns, c in self._snapshots.items() if not c.saved and len(c.snap)]
+        written = 0
+        for namespace, cached in pending:
+            if self.files.save(namespace, cached.snap, cached.version, self._signature()):
+                cached.saved = True
+                written += 1
+        return written
+
+    def close(self) -> None:
+        """Persist what is pending (while the store is open) and forget every snapshot."""
+        if not self.store.closed:
+            self.persist()
+        self.invalidate()
