@@ -1,0 +1,227 @@
+"""The snapshot cache: the one owner of freshness. Faults are injected at the store's API."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ramem_core import Conversation, RaMem, Session, StoreError, Turn
+from ramem_core.store.cache import SnapshotCache
+from ramem_core.store.chroma import ChromaStore
+from ramem_core.store.index import EpisodicKeys
+from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
+from tests.conftest import two_trips
+
+T0 = datetime(2024, 3, 1, 9, 0)
+
+
+def _texts(memory: RaMem) -> set[str]:
+    return {u.content for u in memory.snapshots.get(memory.namespace).units}
+
+
+def _note(cid: str, text: str, minute: int) -> Conversation:
+    return Conversation(
+        cid, (Session("s1", (Turn("t1", "Ana", text),), T0 + timedelta(minutes=minute)),)
+    )
+
+
+@pytest.mark.parametrize("backend", ["chroma", "fake"])
+@pytest.mark.parametrize("then", ["read", "write"])
+def test_a_load_that_straddles_a_write_never_loses_it(
+    backend: str, then: str, tmp_path: Path
+) -> None:
+    """A snapshot load that reads the data before a write and finishes after it must not
+    hide that write: not from the next read (own writes are seen at once), and not after the
+    next write (which once stamped the stale snapshot with the newest version, so it was
+    never reloaded)."""
+    if backend == "chroma":
+        store: ChromaStore | InMemoryStore = ChromaStore.persistent(tmp_path, HashEmbedder())
+    else:
+        store = InMemoryStore(HashEmbedder())
+    memory = RaMem(store, counter=WordCounter(), refresh_seconds=3600)
+    memory.add_conversation(_note("c1", "I bought a red bicycle.", 0))
+    memory.snapshots.invalidate()
+    load = store.load
+    loaded = threading.Event()
+
+    def slow_load(namespace: str):  # type: ignore[no-untyped-def]
+        found = load(namespace)  # the data is read here, before the write below
+        loaded.set()
+        time.sleep(0.5)
+        return found
+
+    store.load = slow_load  # type: ignore[method-assign]
+    reader = threading.Thread(target=memory.recall, args=("bicycle",))
+    reader.start()
+    assert loaded.wait(5)
+    memory.add_conversation(_note("c2", "I painted the kitchen green.", 1))
+    reader.join()
+    store.load = load  # type: ignore[method-assign]
+    if then == "write":
+        memory.add_conversation(_note("c3", "I adopted a grey cat.", 2))
+    assert len(_texts(memory)) == memory.count() == (3 if then == "write" else 2)
+    top = memory.recall("What colour did Ana paint the kitchen?", k=1)[0]
+    assert top.unit.content == "Ana: I painted the kitchen green."
+
+
+def test_a_slow_load_never_replaces_a_newer_snapshot() -> None:
+    store = InMemoryStore(HashEmbedder())
+    cache = SnapshotCache(store, EpisodicKeys(), refresh_seconds=3600)
+    memory = RaMem(store, counter=WordCounter())
+    memory.add_conversation(two_trips())
+    old_version = store.version("default")
+    old = cache.get("default")
+    memory.add_turn("Ben", "We watched a film.", at=datetime(2023, 9, 1))
+    cache.invalidate()
+    new = cache.get("default")
+    assert len(new) == len(old) + 1
+    with cache._lock:  # a load of the old version finishing late
+        from ramem_core.store.cache import _Cached
+
+        cache._remember("default", _Cached(time.monotonic(), old, old_version))
+    assert cache.get("default") is new
+
+
+def test_a_file_that_misses_stored_memories_is_not_trusted(tmp_path: Path) -> None:
+    """A writer killed after its data and before its version write leaves a memory that no
+    version announces: a snapshot file at that version lacks it, and is ignored."""
+    with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as first:
+        for minute in range(4):
+            first.add_turn(
+                "Ana", f"Note number {minute} about pottery.", at=T0 + timedelta(minutes=minute)
+            )
+        first.recall("pottery")
+    # a second worker stores a turn, then dies before announcing it (no close either)
+    killed = RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter())
+    assert isinstance(killed.store, ChromaStore)
+    killed.store._bump = lambda namespace: None  # type: ignore[method-assign]
+    killed.add_turn("Ana", "The kiln cracked today.", at=T0 + timedelta(minutes=9))
+    for _ in range(2):  # every restart serves all five, also after its own writes and close
+        with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as restarted:
+            assert len(restarted.snapshots.get("default")) == 5
+            assert restarted.recall("What happened to the kiln?", k=1)[0].unit.content == (
+                "Ana: The kiln cracked today."
+            )
+            restarted.add_turn("Ana", "I ordered a new kiln.", at=T0 + timedelta(minutes=20))
+            restarted.delete(unit_ids=[restarted.recall("new kiln", k=1)[0].unit.id])
+    killed.close()
+
+
+class FlakyVersions:
+    """Wraps Chroma's write-version collection: its next ``failures`` upserts raise."""
+
+    def __init__(self, inner: object, failures: int) -> None:
+        self.inner = inner
+        self.failures = failures
+
+    def upsert(self, **kwargs: object) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("connection reset by peer")
+        self.inner.upsert(**kwargs)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_a_failed_version_write_is_a_store_error_and_a_retry_stores_once(
+    memory: RaMem,
+) -> None:
+    store = memory.store
+    assert isinstance(store, ChromaStore)
+    first = memory.add_turn("Ana", "I bought a red bicycle.", at=T0)
+    store._versions = FlakyVersions(store._version_collection(), failures=1)  # type: ignore[assignment]
+    with pytest.raises(StoreError, match="nothing of it was kept"):
+        memory.add_turn("Ana", "I painted the kitchen green.", at=T0 + timedelta(minutes=1))
+    assert memory.count() == 1  # the turn was undone with its failed announcement
+    retried = memory.add_turn("Ana", "I painted the kitchen green.", at=T0 + timedelta(minutes=1))
+    assert memory.count() == 2
+    assert retried.context.turn_index == first.context.turn_index + 1  # no index reused
+    assert retried.context.session_id == first.context.session_id
+    assert "Ana: I painted the kitchen green." in _texts(memory)
+
+
+def test_a_failed_delete_announcement_is_made_by_the_next_write(memory: RaMem) -> None:
+    store = memory.store
+    assert isinstance(store, ChromaStore)
+    memory.add_conversation(two_trips())
+    other = RaMem(ChromaStore(store.client, HashEmbedder()), refresh_seconds=0)
+    assert len(other.snapshots.get("default")) == 6
+    store._versions = FlakyVersions(store._version_collection(), failures=1)  # type: ignore[assignment]
+    unit = memory.recall("sardines", k=1)[0].unit
+    with pytest.raises(StoreError, match="announcing it to other workers failed"):
+        memory.delete(unit_ids=[unit.id])
+    assert memory.delete(unit_ids=[unit.id]) == 0  # a retry deletes nothing more ...
+    assert len(other.snapshots.get("default")) == 5  # ... but announces the first delete
+
+
+def test_a_write_through_is_seen_at_once_and_a_foreign_write_within_refresh() -> None:
+    shared: dict = {}
+    versions: dict = {}
+    mine = RaMem(
+        InMemoryStore(HashEmbedder(), data=shared, versions=versions), refresh_seconds=3600
+    )
+    theirs = RaMem(InMemoryStore(HashEmbedder(), data=shared, versions=versions))
+    mine.add_turn("Ana", "I bought a red bicycle.", at=T0)
+    assert len(mine.snapshots.get("default")) == 1
+    theirs.add_turn("Ben", "I sold my old car.", at=T0 + timedelta(minutes=1))
+    assert len(mine.snapshots.get("default")) == 1  # within refresh_seconds: not yet
+    mine.snapshots.refresh_seconds = 0
+    assert len(mine.snapshots.get("default")) == 2
+    mine.snapshots.refresh_seconds = 3600
+    mine.add_turn("Ana", "I painted the kitchen.", at=T0 + timedelta(minutes=2))
+    assert len(mine.snapshots.get("default")) == 3  # own write: folded in, no reload
+
+
+def test_an_absorb_onto_a_snapshot_that_misses_a_foreign_write_reloads() -> None:
+    shared: dict = {}
+    versions: dict = {}
+    mine = RaMem(
+        InMemoryStore(HashEmbedder(), data=shared, versions=versions), refresh_seconds=3600
+    )
+    theirs = RaMem(InMemoryStore(HashEmbedder(), data=shared, versions=versions))
+    mine.add_turn("Ana", "I bought a red bicycle.", at=T0)
+    mine.recall("bicycle")
+    theirs.add_turn("Ben", "I sold my old car.", at=T0 + timedelta(minutes=1))
+    mine.add_turn("Ana", "I painted the kitchen.", at=T0 + timedelta(minutes=2))
+    assert len(mine.snapshots.get("default")) == 3  # reloaded, not merged onto the stale one
+
+
+def test_evicted_namespaces_are_rebuilt_and_the_bound_is_kept() -> None:
+    store = InMemoryStore(HashEmbedder())
+    memory = RaMem(store, counter=WordCounter(), max_snapshots=2)
+    for ns in ("a1", "b2", "c3"):
+        memory.add_conversation(two_trips(), namespace=ns)
+        memory.recall("sardines", namespace=ns)
+    assert memory.snapshots.cached == ["b2", "c3"]
+    assert memory.recall("sardines", namespace="a1")
+    assert memory.snapshots.cached == ["c3", "a1"]
+
+
+def test_a_cache_refuses_bad_settings() -> None:
+    store = InMemoryStore(HashEmbedder())
+    with pytest.raises(ValueError, match="max_snapshots"):
+        SnapshotCache(store, EpisodicKeys(), max_snapshots=0)
+    with pytest.raises(ValueError, match="refresh_seconds"):
+        SnapshotCache(store, EpisodicKeys(), refresh_seconds=-1)
+
+
+def test_the_fake_store_serves_ramem_like_chroma(memory: RaMem) -> None:
+    """The shipped fake answers a recall as the Chroma adapter does (same ranking)."""
+    fake = RaMem(InMemoryStore(HashEmbedder()), counter=WordCounter())
+    for each in (memory, fake):
+        each.add_conversation(two_trips())
+    for query in ("Where did Ben eat grilled sardines in August?", "What did the doctor say?"):
+        assert [e.unit.id for e in fake.recall(query)] == [e.unit.id for e in memory.recall(query)]
+    assert fake.delete(session_id="S1") == memory.delete(session_id="S1") == 2
+    assert sorted(u.id for u in fake.store.get("default", conversation_id="friends")) == sorted(
+        u.id for u in memory.store.get("default", conversation_id="friends")
+    )
+    vectors = np.zeros((1, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match="1 units but 0 vectors"):
+        fake.store.upsert("default", [memory.recall("sardines", k=1)[0].unit], vectors[:0])

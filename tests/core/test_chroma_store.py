@@ -1,0 +1,118 @@
+"""The Chroma adapter: the only module that imports chromadb; its resources and its errors."""
+
+from __future__ import annotations
+
+import errno
+import gc
+import os
+import weakref
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from ramem_core import RaMem, StoreError
+from ramem_core.errors import InvalidInputError
+from ramem_core.store import chroma
+from ramem_core.store.chroma import ChromaStore, check_namespace, where_of
+from ramem_core.testing import HashEmbedder, WordCounter
+from ramem_core.types import Granularity, TimeSpan
+from tests.conftest import two_trips
+
+
+def test_an_embedder_is_not_kept_alive_by_chroma(tmp_path: Path) -> None:
+    """Chroma caches embedding functions; RaMem's holds the model's name only, so a closed
+    and dropped memory frees its embedder at once (not when the cyclic GC runs)."""
+    gc.disable()
+    try:
+        embedder = HashEmbedder()
+        alive = weakref.ref(embedder)
+        memory = RaMem.open(tmp_path, embedder=embedder, counter=WordCounter())
+        memory.add_turn("Ana", "I bought a red bicycle.", at=datetime(2024, 3, 1))
+        memory.recall("bicycle")
+        memory.close()
+        del memory, embedder
+        assert alive() is None
+    finally:
+        gc.enable()
+
+
+def test_an_unclosed_memory_releases_its_directory_when_collected(tmp_path: Path) -> None:
+    memory = RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter())
+    memory.add_turn("Ana", "I bought a red bicycle.", at=datetime(2024, 3, 1))
+    key = str(tmp_path.resolve())
+    assert key in chroma._DirectoryLock._held
+    del memory
+    gc.collect()
+    assert key not in chroma._DirectoryLock._held  # its lock file descriptor is closed
+
+
+def test_collection_handles_are_bounded(
+    store: ChromaStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(chroma, "_OPEN_COLLECTIONS", 3)
+    memory = RaMem(store, counter=WordCounter())
+    for i in range(5):
+        memory.add_turn("Ana", f"note {i}", at=datetime(2024, 3, 1), namespace=f"n{i}")
+    assert list(store._collections) == ["n2", "n3", "n4"]
+    assert memory.count(namespace="n0") == 1  # an evicted handle is opened again
+
+
+def test_too_many_open_files_is_a_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = os.open
+
+    def exhausted(path: str, *args: object, **kwargs: object) -> int:
+        if str(path).endswith(".ramem.lock"):
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", exhausted)
+    with pytest.raises(StoreError, match=r"cannot open the memory directory .*open files"):
+        RaMem.open(tmp_path / "db", embedder=HashEmbedder())
+
+
+def test_a_damaged_database_is_a_store_error_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "chroma.sqlite3").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match=r"chroma\.sqlite3") as raised:
+        RaMem.open(tmp_path, embedder=HashEmbedder())
+    assert str(tmp_path) in str(raised.value)
+    with RaMem.open(tmp_path / "elsewhere", embedder=HashEmbedder()):
+        pass  # the directory lock of the failed open was released
+
+
+def test_a_truncated_database_is_a_store_error(tmp_path: Path) -> None:
+    with RaMem.open(tmp_path, embedder=HashEmbedder()) as memory:
+        memory.add_conversation(two_trips())
+    database = tmp_path / "chroma.sqlite3"
+    database.write_bytes(database.read_bytes()[:1000])
+    with pytest.raises(StoreError, match=r"chroma\.sqlite3"):
+        RaMem.open(tmp_path, embedder=HashEmbedder()).recall("sardines")
+
+
+@pytest.mark.parametrize("bad", ["alice\n", "\nalice", "al ice", "a" * 123, "", "-a", "a/b"])
+def test_a_namespace_that_cannot_name_a_collection_is_refused(bad: str) -> None:
+    with pytest.raises(InvalidInputError, match="invalid namespace"):
+        check_namespace(bad)
+
+
+def test_selections_are_plain_values(store: ChromaStore) -> None:
+    memory = RaMem(store, counter=WordCounter())
+    memory.add_conversation(two_trips())
+    assert {u.context.session_id for u in store.get("default", session_id="S2")} == {"S2"}
+    assert store.get("default", conversation_id="nobody") == []
+    assert len(store.get("default", conversation_id="friends", session_id="S3")) == 2
+    assert store.delete("default", conversation_id="friends", session_id="S3") == 2
+    assert store.count("default") == 4
+    with pytest.raises(InvalidInputError, match="delete needs"):
+        store.delete("default")
+
+
+def test_the_where_filter_is_the_adapters_own() -> None:
+    august = TimeSpan(datetime(2023, 8, 1), datetime(2023, 8, 31), Granularity.MONTH)
+    assert where_of([], []) is None
+    assert where_of([], ["Ben"]) == {"participants": {"$contains": "Ben"}}
+    both = where_of([august], ["Ben"], session_context=False)
+    assert both is not None
+    assert set(both) == {"$and"}
