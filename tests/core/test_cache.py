@@ -6,6 +6,7 @@ import threading
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -161,8 +162,8 @@ def test_a_failed_delete_announcement_is_made_by_the_next_write(memory: RaMem) -
 
 
 def test_a_write_through_is_seen_at_once_and_a_foreign_write_within_refresh() -> None:
-    shared: dict = {}
-    versions: dict = {}
+    shared: dict[str, Any] = {}
+    versions: dict[str, Any] = {}
     mine = RaMem(
         InMemoryStore(HashEmbedder(), data=shared, versions=versions), refresh_seconds=3600
     )
@@ -179,8 +180,8 @@ def test_a_write_through_is_seen_at_once_and_a_foreign_write_within_refresh() ->
 
 
 def test_an_absorb_onto_a_snapshot_that_misses_a_foreign_write_reloads() -> None:
-    shared: dict = {}
-    versions: dict = {}
+    shared: dict[str, Any] = {}
+    versions: dict[str, Any] = {}
     mine = RaMem(
         InMemoryStore(HashEmbedder(), data=shared, versions=versions), refresh_seconds=3600
     )
