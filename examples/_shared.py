@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -11,9 +13,17 @@ from ramem_core.synthesis import coordinates
 
 
 def demo_memory(path: str | None, namespace: str = "alice") -> tuple[RaMem, list[dict[str, str]]]:
-    """A memory (in ``path`` or a temporary directory) holding the demo conversation."""
+    """A memory (in ``path`` or a temporary directory, removed at exit) holding the demo
+    conversation."""
     directory = Path(path) if path else Path(tempfile.mkdtemp(prefix="ramem-example-"))
     memory = RaMem.open(directory, namespace=namespace)
+
+    def clean_up() -> None:
+        memory.close()
+        if not path:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    atexit.register(clean_up)
     conversation, questions = demo_conversation()
     memory.add_conversation(conversation)
     return memory, questions

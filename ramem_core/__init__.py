@@ -10,6 +10,7 @@ from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder, RecentQueries
 from ramem_core.errors import (
     ConversationFormatError,
     InvalidInputError,
+    ModelReplyError,
     ModelUnavailableError,
     NamespaceNotFoundError,
     RaMemError,
@@ -80,6 +81,7 @@ __all__ = [
     "MemoryUnit",
     "MeteredLLM",
     "MiniLMEmbedder",
+    "ModelReplyError",
     "ModelUnavailableError",
     "NamespaceNotFoundError",
     "RaMem",

@@ -5,7 +5,8 @@
     │   ├── ConversationFormatError   a conversation file or object is malformed
     │   └── NamespaceNotFoundError    a read names a namespace nothing was stored in
     ├── StoreError                    the Chroma store failed or is inconsistent
-    └── ModelUnavailableError         an embedding model or data file is missing
+    ├── ModelUnavailableError         an embedding model or data file is missing
+    └── ModelReplyError               a model's reply is not text
 
 Every message names what was wrong and where (file, session, turn), so a user can fix the input.
 Nothing is half-written when one of these is raised during ingest.
@@ -67,3 +68,18 @@ class StoreError(RaMemError):
 
 class ModelUnavailableError(RaMemError):
     """A model or data file RaMem needs is not installed."""
+
+
+class ModelReplyError(RaMemError):
+    """A model (an object with ``complete``) returned something that is not text."""
+
+
+def reply_text(reply: object, model: object) -> str:
+    """``reply`` if it is a string, else :class:`ModelReplyError` naming the model."""
+    if not isinstance(reply, str):
+        msg = (
+            f"the model {type(model).__name__} returned {type(reply).__name__}, not text: "
+            "its complete(prompt) must return a str"
+        )
+        raise ModelReplyError(msg)
+    return reply

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ramem_core.errors import reply_text
 from ramem_core.protocols import LLM, TokenCounter
 
 
@@ -99,7 +100,7 @@ class MeteredLLM:
                     self._db.execute("DELETE FROM llm WHERE key = ?", (key,))
                     self._db.commit()
         try:
-            text = self.llm.complete(prompt)
+            text = reply_text(self.llm.complete(prompt), self.llm)
         except Exception:
             with self._lock:
                 self.usage.failures += 1

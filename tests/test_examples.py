@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,17 @@ def test_example_runs_offline(script: str, expected: list[str], tmp_path: Path) 
     assert result.returncode == 0, result.stderr[-3000:]
     for text in expected:
         assert text in result.stdout, result.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_an_example_removes_its_temporary_memory(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "lcel_chain.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not list(tmp_path.glob("ramem-example-*"))  # its memory went with it

@@ -412,9 +412,9 @@ def evaluate_locomo(
         curve, and QA F1/BLEU-1 by category when an LLM is given.
     """
     options = options or EvalOptions()
+    samples = _load(path, "locomo")  # a bad file fails before anything is written
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    samples = _load(path, "locomo")
     bench = _open_bench(out, options, embedder, counter)
     questions = [(s, qa) for s in samples for qa in s.get("qa", [])]
     if options.limit is not None:
@@ -670,9 +670,9 @@ def evaluate_longmemeval(
     skipped (and counted).
     """
     options = options or EvalOptions(ks=LME_KS)
+    items = _load(path, "longmemeval")  # a bad file fails before anything is written
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    items = _load(path, "longmemeval")
     if options.limit is not None:
         items = items[: options.limit]
     bench = _open_bench(out, options, embedder, counter)

@@ -26,6 +26,7 @@ from ramem_core import (
     EpisodicContext,
     InvalidInputError,
     MemoryUnit,
+    ModelReplyError,
     NamespaceNotFoundError,
     RaMem,
     RaMemError,
@@ -46,6 +47,13 @@ class Ctx:
 
     memory: RaMem
     folder: Path
+
+
+class SilentModel:
+    """A model whose ``complete`` returns ``None`` (a broken wrapper)."""
+
+    def complete(self, prompt: str) -> str:
+        return None  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -550,6 +558,30 @@ OBJECTS = [
         "must be a JSON object",
     ),  # type: ignore[arg-type]
     Bad("conversation None", lambda c: c.memory.add_conversation(None), F, "must be a JSON object"),  # type: ignore[arg-type]
+    Bad(
+        "conversations None",
+        lambda c: c.memory.add_conversations(None),  # type: ignore[arg-type]
+        I,
+        "conversations must be a list",
+    ),
+    Bad(
+        "conversations one dict",
+        lambda c: c.memory.add_conversations(ramem_doc()),  # type: ignore[arg-type]
+        I,
+        "use add_conversation for one",
+    ),
+    Bad(
+        "progress not callable",
+        lambda c: c.memory.add_conversation(ramem_doc(), progress=5),  # type: ignore[arg-type]
+        I,
+        "progress must be a callable",
+    ),
+    Bad(
+        "units progress not callable",
+        lambda c: c.memory.add_units([], progress="bar"),  # type: ignore[arg-type]
+        I,
+        "progress must be a callable",
+    ),
     Bad("dict text int", ramem_dict(sets(turn0, "text", 1)), F, "turn text must be a string"),
     Bad("dict speaker newline", ramem_dict(sets(turn0, "speaker", "A\rB")), F, "U+000D"),
     Bad(
@@ -819,6 +851,21 @@ READS = [
         "k must be",
     ),  # type: ignore[arg-type]
     Bad("count bad namespace", lambda c: c.memory.count(namespace="a/b"), I, "invalid namespace"),
+    Bad("format None", lambda c: c.memory.format(None), I, "format needs the evidence"),  # type: ignore[arg-type]
+    Bad("format a string", lambda c: c.memory.format("text"), I, "got str"),  # type: ignore[arg-type]
+    Bad("format ints", lambda c: c.memory.format([1]), I, "evidence[0] must be an Evidence"),  # type: ignore[list-item]
+    Bad(
+        "answer from a model that returns None",
+        lambda c: c.memory.answer("What did Ben eat?", llm=SilentModel()),
+        ModelReplyError,
+        "returned NoneType, not text",
+    ),
+    Bad(
+        "namespace with a trailing newline",
+        lambda c: c.memory.recall("What did Ben eat?", namespace="default\n"),
+        I,
+        "invalid namespace",
+    ),
 ]
 
 DELETES = [
@@ -922,16 +969,34 @@ def test_the_corpus_is_large_and_its_names_unique() -> None:
 
 
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ctx]:
-    """One memory holding two conversations that share session ids, shared by every case."""
-    store = ChromaStore.persistent(tmp_path_factory.mktemp("bad") / "db", HashEmbedder())
-    memory = RaMem(store, counter=WordCounter())
-    memory.add_conversation(two_trips())
-    other = two_trips()
-    memory.add_conversation(Conversation("neighbours", other.sessions, other.participants))
-    yield Ctx(memory, tmp_path_factory.mktemp("files"))
-    memory.close()
-    store.close()
+def loaded_groups(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ctx]]:
+    """One memory per group of cases (made when the group's first case runs), each holding
+    two conversations that share session ids: a case that leaks changes only its group."""
+    made: dict[str, Ctx] = {}
+    yield made
+    for ctx in made.values():
+        ctx.memory.close()
+        ctx.memory.store.close()
+
+
+@pytest.fixture
+def loaded(
+    loaded_groups: dict[str, Ctx],
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Ctx:
+    case = request.node.callspec.params["case"]
+    group = case.name.split(":")[0]
+    if group not in loaded_groups:
+        folder = tmp_path_factory.mktemp(f"bad-{group}")
+        store = ChromaStore.persistent(folder / "db", HashEmbedder())
+        memory = RaMem(store, counter=WordCounter())
+        memory.add_conversation(two_trips())
+        other = two_trips()
+        memory.add_conversation(Conversation("neighbours", other.sessions, other.participants))
+        loaded_groups[group] = Ctx(memory, folder / "files")
+        (folder / "files").mkdir()
+    return loaded_groups[group]
 
 
 def _state(memory: RaMem) -> dict[str, list[tuple[str, str]]]:

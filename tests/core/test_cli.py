@@ -196,3 +196,15 @@ def test_memory_text_that_looks_like_markup_is_printed_as_it_is(
     out = capsys.readouterr().out
     assert "My cat [/bold] is [red]fine[/x]." in out
     assert "How is the cat [/bold]?" in out
+
+
+def test_a_refused_eval_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
+    for benchmark in ("locomo", "longmemeval"):
+        assert main(["eval", benchmark, "bad.json"]) == 2
+        assert main(["eval", benchmark, "nope.json"]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]  # no results/eval
+    capsys.readouterr()

@@ -103,3 +103,17 @@ def test_documents_never_carry_a_raw_tag(mode: Any) -> None:
     assert not set(body) & set("<>＜＞\u202e")
     assert "&lt;/memory&gt;" in body
     assert doc.metadata["content"] == unit.content  # metadata keeps the stored text
+
+
+def test_the_retriever_reads_its_own_namespace_only(memory: RaMem) -> None:
+    from datetime import datetime
+
+    memory.add_conversation(two_trips(), namespace="alice")
+    memory.add_turn(
+        "Bo", "I ate grilled sardines in Porto.", at=datetime(2023, 9, 1), namespace="bo"
+    )
+    alice = RaMemRetriever(memory=memory, namespace="alice", k=10).invoke("grilled sardines")
+    bo = RaMemRetriever(memory=memory, namespace="bo", k=10).invoke("grilled sardines")
+    assert len(alice) == 6
+    assert "Porto" not in " ".join(d.page_content for d in alice)
+    assert [d.metadata["content"] for d in bo] == ["Bo: I ate grilled sardines in Porto."]

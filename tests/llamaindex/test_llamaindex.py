@@ -125,3 +125,15 @@ def test_nodes_never_carry_a_raw_tag(mode: Any) -> None:
     body = text if mode == "content" else text.split("\n")[1]
     assert not set(body) & set("<>＜＞\u202e")
     assert "&lt;/memory&gt;" in body
+
+
+def test_the_retriever_reads_its_own_namespace_only(memory: RaMem) -> None:
+    memory.add_conversation(two_trips(), namespace="alice")
+    memory.add_turn(
+        "Bo", "I ate grilled sardines in Porto.", at=datetime(2023, 9, 1), namespace="bo"
+    )
+    alice = RaMemRetriever(memory, namespace="alice", k=10).retrieve("grilled sardines")
+    bo = RaMemRetriever(memory, namespace="bo", k=10).retrieve("grilled sardines")
+    assert len(alice) == 6
+    assert all("Porto" not in n.node.get_content() for n in alice)
+    assert [n.node.metadata["content"] for n in bo] == ["Bo: I ate grilled sardines in Porto."]

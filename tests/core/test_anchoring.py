@@ -1,0 +1,50 @@
+"""Stage 1: episodic anchoring. Event time is what a memory says happened, never invented."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ramem_core import Conversation, Granularity, RuleAnchorer, Session, TimeSpan, Turn
+
+SAID = datetime(2023, 5, 8, 13, 56)
+
+
+def _anchor(*texts: str, time: datetime | None = SAID) -> list:  # type: ignore[type-arg]
+    turns = tuple(Turn(f"s1:{i}", "Ana", text) for i, text in enumerate(texts, start=1))
+    return RuleAnchorer().anchor(Conversation("c", (Session("s1", turns, time),), ("Ana", "Ben")))
+
+
+def test_a_turn_that_names_no_time_has_no_event_time() -> None:
+    [unit] = _anchor("I love hiking in the mountains with Ben.")
+    assert unit.context.event_time is None  # the session time is when it was said, not an event
+    assert unit.context.session_span == TimeSpan(SAID, SAID, Granularity.INSTANT)
+    assert unit.context.mentions == ()
+
+
+def test_a_relative_time_is_resolved_against_the_session_time() -> None:
+    [unit] = _anchor("I went to a support group yesterday.")
+    assert unit.context.event_time is not None
+    assert unit.context.event_time.start == datetime(2023, 5, 7)
+    assert unit.context.event_time.granularity is Granularity.DAY
+    assert unit.context.session_span is not None
+    assert unit.context.session_span.start == SAID  # said on the 8th, happened on the 7th
+
+
+def test_without_a_session_time_nothing_is_resolved_or_invented() -> None:
+    [unit] = _anchor("I went to a support group yesterday.", time=None)
+    assert unit.context.session_span is None
+    assert unit.context.event_time is None
+    assert unit.context.mentions == ()
+
+
+def test_each_turn_is_a_lossless_unit_with_its_coordinates() -> None:
+    first, second = _anchor("I adopted a cat.", "Ben helped me pick her up last Friday.")
+    assert (first.content, second.content) == (
+        "Ana: I adopted a cat.",
+        "Ana: Ben helped me pick her up last Friday.",
+    )
+    assert (first.context.turn_index, second.context.turn_index) == (0, 1)
+    assert second.context.participants == ("Ana", "Ben")
+    assert second.source_ids == ("s1:2",)
+    assert second.context.event_time is not None
+    assert second.context.event_time.start == datetime(2023, 5, 5)  # the Friday before
