@@ -69,6 +69,35 @@ def unit_id(conversation_id: str, session_id: str, source_ids: Sequence[str]) ->
     return hashlib.sha1(key.encode("utf-8")).hexdigest()[:24]
 
 
+PIECE_CHARS = 1_000
+"""A turn longer than this is stored as several memory units of at most this many characters
+(people paste documents into chats): the default embedder reads 256 word pieces, about a
+thousand characters of English, and ignores the rest of a longer text. What splitting changes
+on the dev sets is in ``benchmarks/results/long_turns.json``."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+
+
+def pieces(text: str, limit: int) -> list[str]:
+    """``text`` with its whitespace normalised, cut into consecutive pieces of at most
+        ``limit`` characters: after a sentence where one ends in the piece's second half, else
+        between words, else inside an overlong word. Nothing is lost: joined (with a space where a
+    cut fell between words) they give the text back."""
+    text = " ".join(text.split())
+    out: list[str] = []
+    while len(text) > limit:
+        head = text[: limit + 1]
+        cuts = [m.start() for m in _SENTENCE_END.finditer(head) if m.start() >= limit // 2]
+        cut = cuts[-1] if cuts else head.rfind(" ")
+        if cut <= 0:
+            out.append(text[:limit])
+            text = text[limit:]
+            continue
+        out.append(text[:cut])
+        text = text[cut + 1 :]
+    return [*out, text] if text or not out else out
+
+
 def restate(turn: Turn) -> str:
     """The turn as a self-contained statement: speaker named, image caption kept."""
     text = " ".join(turn.text.split())
@@ -131,13 +160,20 @@ class RuleAnchorer:
     Args:
         window: turns per memory unit (consecutive, never across sessions). 1 keeps one unit
             per turn, which keeps evidence turn ids exact.
+        piece_chars: a turn longer than this becomes several units of at most this many
+            characters, each with the turn's coordinates and source id (``None``: never
+            split). Only with ``window=1``.
     """
 
-    def __init__(self, window: int = 1) -> None:
+    def __init__(self, window: int = 1, piece_chars: int | None = PIECE_CHARS) -> None:
         if window < 1:
             msg = f"window must be at least 1, got {window}"
             raise ValueError(msg)
+        if piece_chars is not None and piece_chars < 100:
+            msg = f"piece_chars must be at least 100 (or None), got {piece_chars}"
+            raise ValueError(msg)
         self.window = window
+        self.piece_chars = piece_chars
 
     def anchor(self, conversation: Conversation) -> list[MemoryUnit]:
         """Memory units of every session of ``conversation``, in conversation order."""
@@ -153,9 +189,16 @@ class RuleAnchorer:
     ) -> list[MemoryUnit]:
         """Memory units of one session; ``known`` are the names of known participants."""
         span = session_span(session)
-        units = []
+        units: list[MemoryUnit] = []
         for begin in range(0, len(session.turns), self.window):
             turns = session.turns[begin : begin + self.window]
+            limit = self.piece_chars
+            if self.window == 1 and limit is not None and len(turns[0].text) > limit:
+                units.extend(
+                    self._unit(conversation_id, session, session_index, begin, [t], span, known, i)
+                    for i, t in enumerate(_split_turn(turns[0], limit))
+                )
+                continue
             units.append(
                 self._unit(conversation_id, session, session_index, begin, turns, span, known)
             )
@@ -170,6 +213,7 @@ class RuleAnchorer:
         turns: Sequence[Turn],
         span: TimeSpan | None,
         known: Sequence[str],
+        part: int = 0,
     ) -> MemoryUnit:
         lines = [restate(t) for t in turns]
         content = "\n".join(lines)
@@ -202,9 +246,18 @@ class RuleAnchorer:
             session_index=session_index,
             turn_index=turn_index,
         )
-        return MemoryUnit(
-            unit_id(conversation_id, session.id, source_ids), content, context, source_ids
-        )
+        key = source_ids if not part else (*source_ids, f"part {part}")
+        return MemoryUnit(unit_id(conversation_id, session.id, key), content, context, source_ids)
+
+
+def _split_turn(turn: Turn, limit: int) -> list[Turn]:
+    """A long turn as turns of at most ``limit`` characters of text, each keeping its id,
+    speaker and time; the image caption goes with the last piece (where restating puts it)."""
+    texts = pieces(turn.text, limit)
+    return [
+        replace(turn, text=text, image_caption=turn.image_caption if i == len(texts) - 1 else None)
+        for i, text in enumerate(texts)
+    ]
 
 
 def session_span(session: Session) -> TimeSpan | None:

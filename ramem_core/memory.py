@@ -402,7 +402,8 @@ class RaMem:
                 :mod:`ramem_core.validation`). Nothing is written then.
 
         Returns:
-            The stored memory unit.
+            The stored memory unit (the first piece of a turn long enough to be stored as
+            several, see :data:`~ramem_core.anchoring.PIECE_CHARS`).
         """
         ns = self._ns(namespace)
         moment = check_moment(at, "at")
@@ -424,8 +425,9 @@ class RaMem:
         speakers = tuple(dict.fromkeys([*(held.speakers if held else ()), speaker]))
         draft_turn = Turn(f"draft:{key}", speaker, text, moment, image_caption)
         draft_session = Session("draft", (draft_turn,), moment)
-        [draft] = self.anchorer.anchor(Conversation(conversation_id, (draft_session,), speakers))
-        vector = self.embedder.embed([draft.content])
+        conversation = Conversation(conversation_id, (draft_session,), speakers)
+        drafts = self.anchorer.anchor(conversation)  # a long turn: several pieces
+        vectors = self.embedder.embed([d.content for d in drafts])
         with self._lock:
             held = self._live_session(ns, conversation_id)  # other threads may have moved on
             if (
@@ -441,25 +443,30 @@ class RaMem:
                 index, session_id = held.index, held.session_id
                 start, turn = min(held.span.start, moment), held.turns
             turn_id = f"{session_id}:{turn + 1}-{key}"
-            unit = replace(
-                draft,
-                id=unit_id(conversation_id, session_id, (turn_id,)),
-                source_ids=(turn_id,),
-                context=replace(
-                    draft.context,
-                    session_id=session_id,
-                    # stored once: this turn's own span; the session's is derived when read
-                    session_span=TimeSpan(start, moment, Granularity.INSTANT),
-                    session_index=index,
-                    turn_index=turn,
-                    # a question is not an event: "what did the dentist say in August?" asked
-                    # today happened today, and its "August" is a guess, not a time it names
-                    event_time=None if asked else draft.context.event_time,
-                    mentions=() if asked else draft.context.mentions,
-                ),
-            )
-            self.snapshots.write(ns, [unit], vector, new_ids=True)  # one write: all or nothing
-            return unit
+            units = [
+                replace(
+                    draft,
+                    id=unit_id(
+                        conversation_id, session_id, (turn_id, *((f"part {part}",) if part else ()))
+                    ),
+                    source_ids=(turn_id,),
+                    context=replace(
+                        draft.context,
+                        session_id=session_id,
+                        # stored once: this turn's own span; the session's is derived when read
+                        session_span=TimeSpan(start, moment, Granularity.INSTANT),
+                        session_index=index,
+                        turn_index=turn,
+                        # a question is not an event: "what did the dentist say in August?"
+                        # asked today happened today, and its "August" is a guess, not a time
+                        event_time=None if asked else draft.context.event_time,
+                        mentions=() if asked else draft.context.mentions,
+                    ),
+                )
+                for part, draft in enumerate(drafts)
+            ]
+            self.snapshots.write(ns, units, vectors, new_ids=True)  # one write: all or nothing
+            return units[0]
 
     def _live_session(self, namespace: str, conversation_id: str) -> SessionState | None:
         """The conversation's latest session as stored (every reader derives it alike)."""

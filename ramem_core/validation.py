@@ -27,11 +27,13 @@ from datetime import datetime, timezone
 
 from ramem_core.errors import InvalidInputError
 
-MAX_TEXT_CHARS = 50_000
-"""Longest turn text (LongMemEval's longest assistant turn is about 20,000 characters)."""
+MAX_TEXT_CHARS = 1_000_000
+"""Longest turn text: a hard limit far above what people paste into a chat (LongMemEval_S
+holds a 76,560-character user turn). A long turn is stored as several memory units
+(:data:`ramem_core.anchoring.PIECE_CHARS`), so nothing below this is refused or lost."""
 MAX_CAPTION_CHARS = 2_000
 """Longest image caption (LoCoMo's BLIP captions are under 200 characters)."""
-MAX_UNIT_CHARS = 100_000
+MAX_UNIT_CHARS = 1_000_000
 """Longest memory unit content :meth:`RaMem.add_units` accepts (a unit may restate several
 turns)."""
 MAX_NAME_CHARS = 100

@@ -48,3 +48,32 @@ def test_each_turn_is_a_lossless_unit_with_its_coordinates() -> None:
     assert second.source_ids == ("s1:2",)
     assert second.context.event_time is not None
     assert second.context.event_time.start == datetime(2023, 5, 5)  # the Friday before
+
+
+def _document(sentences: int) -> str:
+    return " ".join(f"Clause {i} of the lease says rent item {i} is due." for i in range(sentences))
+
+
+def test_a_long_turn_is_stored_in_pieces_that_lose_nothing() -> None:
+    text = _document(2_000) + " The deposit is 950 euros."  # about 100,000 characters
+    units = _anchor("Short hello.", text)
+    hello, long = units[0], units[1:]
+    assert hello.content == "Ana: Short hello."
+    assert len(text) // 1_000 + 1 <= len(long) <= len(text) // 500 + 1  # cuts in 2nd halves
+    assert all(len(u.content) <= len("Ana: ") + 1_000 for u in long)
+    assert " ".join(u.content.removeprefix("Ana: ") for u in long) == text  # lossless
+    assert {u.source_ids for u in long} == {("s1:2",)}  # every piece cites the turn
+    assert {u.context.turn_index for u in long} == {1}
+    assert len({u.id for u in long}) == len(long)  # and has an id of its own
+    assert all(u.context.session_span == hello.context.session_span for u in long)
+    assert _anchor("Short hello.", text)[1].id == long[0].id  # ids stay deterministic
+
+
+def test_pieces_cut_after_a_sentence_or_between_words() -> None:
+    from ramem_core.anchoring import pieces
+
+    assert pieces("Alpha beta. Gamma delta epsilon.", 20) == ["Alpha beta.", "Gamma delta epsilon."]
+    assert pieces("One. Two three four five.", 20) == ["One. Two three four", "five."]
+    assert pieces("aaaa bbbb cccc dddd", 10) == ["aaaa bbbb", "cccc dddd"]
+    assert pieces("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
+    assert pieces("  short  ", 10) == ["short"]

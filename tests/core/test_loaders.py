@@ -84,7 +84,7 @@ def test_longmemeval_loader_sorts_sessions_and_skips_empty_turns() -> None:
         (lambda d: d["sessions"][0]["turns"][0].pop("speaker"), "speaker must be a string"),
         (lambda d: d["sessions"][0]["turns"][1].update(id="s1:1"), "duplicate turn id"),
         (lambda d: d["sessions"].append(dict(d["sessions"][0])), "duplicate session id"),
-        (lambda d: d["sessions"][0]["turns"][0].update(text="x" * 50_001), "limit 50,000"),
+        (lambda d: d["sessions"][0]["turns"][0].update(text="x" * 1_000_001), "limit 1,000,000"),
         (lambda d: d.pop("id"), "conversation id must be a string"),
         (lambda d: d["sessions"][0]["turns"].append("hi"), "a turn must be an object"),
     ],

@@ -180,7 +180,7 @@ def test_add_turn_continues_after_restart(tmp_path: Path) -> None:
     [
         ({"speaker": "", "text": "hi"}, "speaker is empty"),
         ({"speaker": "user", "text": "   "}, "is empty"),
-        ({"speaker": "user", "text": "x" * 60_000}, "limit"),
+        ({"speaker": "user", "text": "x" * 1_000_001}, "limit"),
     ],
 )
 def test_add_turn_rejects_bad_input(memory: RaMem, kwargs: dict[str, Any], message: str) -> None:
@@ -691,3 +691,18 @@ def test_a_kill_during_an_ingest_leaves_all_of_it_or_none(tmp_path: Path, delay:
         assert stored in (0, size)
         if stored:
             assert len(memory.recall("garden note", k=5)) == 5
+
+
+def test_a_pasted_document_is_stored_whole_and_found(memory: RaMem) -> None:
+    """A turn far longer than the embedder reads (LongMemEval_S holds a 76,560-character
+    one) is refused by nothing and found by a fact deep inside it."""
+    filler = " ".join(f"Section {i} covers routine maintenance of the boiler." for i in range(1400))
+    text = f"{filler} The landlord agreed to repaint the balcony railing in May. {filler}"
+    assert len(text) > 76_560
+    first = memory.add_turn("user", text, at=datetime(2023, 5, 30, 23, 40))
+    stored = memory.store.get(memory.namespace)
+    assert len(text) // 1_000 + 1 <= len(stored) <= len(text) // 500 + 1
+    assert {u.source_ids for u in stored} == {first.source_ids}
+    top = memory.recall("Who agreed to repaint the balcony railing?", k=1)[0]
+    assert "repaint the balcony railing" in top.unit.content
+    assert top.unit.source_ids == first.source_ids
