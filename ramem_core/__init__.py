@@ -7,6 +7,7 @@ Four stages: episodic anchoring (:mod:`.anchoring`), recall-condition induction
 
 from ramem_core.anchoring import AnchoringReport, LLMAnchorer, RuleAnchorer
 from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder, RecentQueries
+from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import (
     ConversationFormatError,
     InvalidInputError,
@@ -32,7 +33,6 @@ from ramem_core.protocols import (
 from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig, Retriever
 from ramem_core.store.cache import SnapshotCache
 from ramem_core.store.chroma import ChromaStore
-from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
 from ramem_core.synthesis import Answer, ContextBlock
 from ramem_core.types import (
     DEFAULT_K,

@@ -76,6 +76,11 @@ def asks_for_time(query: str) -> bool:
     return _ASKS_TIME.search(query) is not None
 
 
+def named_speakers(query: str, context: FrameContext) -> tuple[str, ...]:
+    """The people who speak in the memory that ``query`` names ("What has Melanie painted?")."""
+    return tuple(mentioned_names(query, context.speakers))
+
+
 def _relation_of(m: re.Match[str]) -> Relation:
     return _RELATION_WORDS[" ".join(m.group("rel").lower().split())]
 
@@ -211,7 +216,15 @@ class RuleFrameInducer:
             lead = _LEADING_PREPOSITION.search(need[:start])
             need = need[: lead.start() if lead else start] + need[end:]
         need = re.sub(r"\s+([?.!,])", r"\1", " ".join(need.split())) or query
-        return RecallFrame(query, need, context.now, tuple(times), participants)
+        return RecallFrame(
+            query,
+            need,
+            context.now,
+            tuple(times),
+            participants,
+            asks_when=asks_for_time(query),
+            speakers=named_speakers(query, context),
+        )
 
     def _ground(
         self, text: str, span: TimeSpan, yearless: bool, context: FrameContext
@@ -365,4 +378,13 @@ class LLMFrameInducer:
         )
         need = data.get("need")
         need = need.strip() if isinstance(need, str) and need.strip() else query
-        return RecallFrame(query, need, context.now, tuple(times), people)
+        return RecallFrame(
+            query,
+            need,
+            context.now,
+            tuple(times),
+            people,
+            # read off the question by rule: the model is asked for times, people and need
+            asks_when=asks_for_time(query),
+            speakers=named_speakers(query, context),
+        )

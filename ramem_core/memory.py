@@ -564,6 +564,7 @@ class RaMem:
             memory_range=snap.time_range,
             # a person who speaks in every session cannot tell one episode from another
             participants=tuple(n for n in snap.names if n not in snap.ubiquitous),
+            speakers=tuple(snap.index.speakers),
             locate=lambda phrase: self.retriever.locate(snap, phrase, probe),
             covers=snap.covers,
         )

@@ -55,11 +55,13 @@ class FrameContext:
             unsure; its event time (else its session span) anchors the relation.
         covers: True when some memory was said or happened within a span (so "in August"
             means the August memory actually covers).
+        speakers: names of the people who speak in the memory.
     """
 
     now: datetime | None
     memory_range: TimeSpan | None
     participants: tuple[str, ...] = ()
+    speakers: tuple[str, ...] = ()
     locate: Callable[[str], MemoryUnit | None] = field(default=lambda _phrase: None)
     covers: Callable[[TimeSpan], bool] = field(default=lambda _span: True)
 

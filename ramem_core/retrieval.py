@@ -1,7 +1,7 @@
 """Stage 3 of RaMem: validity-aware retrieval.
 
 Content ranking (always): a dense and a lexical ranking over the memories' *episodic keys*
-(:mod:`ramem_core.store.index`: neighbour turns, session date and the session's own rank
+(:mod:`ramem_core.episodic`: neighbour turns, session date and the session's own rank
 reinstate the episode where memories are found), fused by reciprocal rank.
 
 The recall frame only ever adds: when it is grounded, the memories that satisfy it (Chroma
@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import InvalidInputError
-from ramem_core.frames import asks_for_time
 from ramem_core.protocols import Embedder
-from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys, Scores, ranks
+from ramem_core.store.bm25 import Scores
 from ramem_core.store.snapshot import Mask, Snapshot
 from ramem_core.temporal import describe
 from ramem_core.types import (
@@ -287,14 +287,17 @@ class Retriever:
         text: str,
         vector: npt.NDArray[np.float32],
         cosines: Scores | None = None,
+        *,
+        speakers: Sequence[str] = (),
     ) -> Ranking:
-        """Fused content ranking of every memory of ``snap``.
+        """Fused content ranking of every memory of ``snap``: the whole ranking formula.
 
         Reciprocal-rank fusion of the dense ranking (``cos(turn) + cos(window)``) and the
         lexical ranking (BM25 of the episodic keys), plus each memory's share of its session's
-        lexical rank, a bonus when the query names its speaker and the weighted ranks of its
-        own content (see :class:`EpisodicKeys`). ``cosines``: the memories' cosines with
-        ``vector``, if computed already.
+        lexical rank, a bonus for memories said by ``speakers`` (the people the question
+        names, :attr:`RecallFrame.speakers`) and the weighted ranks of its own content (see
+        :class:`EpisodicKeys`). ``cosines``: the memories' cosines with ``vector``, if
+        computed already.
         """
         cfg, index = self.config, snap.index
         fused = np.zeros(len(snap), dtype=np.float32)
@@ -307,10 +310,21 @@ class Retriever:
         if cfg.lexical:
             lexical = index.lexical_scores(text)
             fused += 1.0 / (cfg.rrf_k + 1 + ranks(lexical, cfg.depth))
-            fused += index.session_bonus(text, cfg.rrf_k)
-        speaker = index.speaker_bonus(text, cfg.rrf_k)
-        if speaker is not None:
-            fused += speaker
+            if cfg.keys.session_weight > 0 and len(snap):
+                # each row's share of its session's rank: weight / (rrf_k + 1 + session rank)
+                sessions = index.session_scores(text)
+                ranked = np.argsort(-sessions, kind="stable")
+                ranked = ranked[sessions[ranked] > 0]
+                share = np.zeros(len(sessions), dtype=np.float32)
+                share[ranked] = cfg.keys.session_weight / (cfg.rrf_k + 1 + np.arange(len(ranked)))
+                fused += share[index.session_of]
+        named = [name for name in speakers if name in index.speakers]
+        if cfg.keys.speaker_weight > 0 and named:
+            # said by a person the question names: as if ranked first in that person's list
+            said = np.zeros(len(snap), dtype=np.float32)
+            for name in named:
+                said[index.speakers[name]] = cfg.keys.speaker_weight / (cfg.rrf_k + 1)
+            fused += said
         if cfg.keys.own_weight > 0:
             # the memory's own content re-ranks the episodic candidates: beyond the top
             # ``depth`` every memory sits in the tail of the own rankings anyway
@@ -382,8 +396,8 @@ class Retriever:
             probe = self.probe(snap, frame.query)
         conditions = Conditions.of(frame, cfg.session_context, cfg.window_padding)
         cosines = probe.cosines
-        ranking = self.rank(snap, frame.query, probe.vector, cosines)
-        if cfg.context_ranking and cfg.time_weight > 0 and asks_for_time(frame.query):
+        ranking = self.rank(snap, frame.query, probe.vector, cosines, speakers=frame.speakers)
+        if cfg.context_ranking and cfg.time_weight > 0 and frame.asks_when:
             bonus = np.where(snap.timed, cfg.time_weight / (cfg.rrf_k + 1), 0.0)
             ranking = Ranking(
                 ranking.fused + bonus.astype(np.float32), ranking.dense, ranking.lexical
@@ -418,3 +432,18 @@ class Retriever:
                 )
             )
         return evidence
+
+
+def ranks(scores: Scores, depth: int, *, positive: bool = True) -> npt.NDArray[np.int64]:
+    """0-based rank of every row by ``scores`` (best first) among the top ``depth`` rows (with a
+    positive score when ``positive``, a finite one otherwise); every other row gets rank
+    ``depth``: the tail of a full ranking, cut for speed (ties there change nothing)."""
+    out = np.full(len(scores), depth, dtype=np.int64)
+    rows = np.flatnonzero(scores > 0 if positive else np.isfinite(scores))
+    if not len(rows):
+        return out
+    depth = min(depth, len(rows))
+    top = rows[np.argpartition(-scores[rows], depth - 1)[:depth]]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    out[top] = np.arange(len(top))
+    return out

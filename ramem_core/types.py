@@ -212,13 +212,27 @@ class TimeConstraint:
 
 @dataclass(frozen=True, slots=True)
 class RecallFrame:
-    """Stage 2 of RaMem: a query split into an information need and recall conditions."""
+    """Stage 2 of RaMem: a query split into an information need and recall conditions.
+
+    Attributes:
+        query: the question as asked.
+        need: the question without the parts that grounded a condition.
+        now: the query's time: the caller's, else the end of the memory's last session.
+        times: time constraints, grounded or not (only grounded ones are used).
+        participants: people who tell episodes apart, named by the question (a condition).
+        asks_when: the question asks *when* ("When did Ana move?"): memories that say when
+            rank higher.
+        speakers: people the question names who speak in the memory (not a condition: their
+            memories rank higher, "What has Melanie painted?").
+    """
 
     query: str
     need: str
     now: datetime | None = None
     times: tuple[TimeConstraint, ...] = ()
     participants: tuple[str, ...] = ()
+    asks_when: bool = False
+    speakers: tuple[str, ...] = ()
 
     @property
     def grounded_times(self) -> tuple[TimeConstraint, ...]:

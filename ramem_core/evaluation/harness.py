@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ramem_core.anchoring import LLMAnchorer, RuleAnchorer
+from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import ConversationFormatError, InvalidInputError
 from ramem_core.evaluation import metrics
 from ramem_core.evaluation.stats import paired_bootstrap
@@ -48,7 +49,6 @@ from ramem_core.memory import RaMem
 from ramem_core.protocols import LLM, Embedder, TokenCounter
 from ramem_core.retrieval import CONTENT_ONLY, Conditions, RetrievalConfig
 from ramem_core.store.chroma import ChromaStore
-from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
 from ramem_core.synthesis import answer, fit_budget
 from ramem_core.temporal import parse_timestamp
 from ramem_core.types import Conversation, Evidence, MemoryUnit, Session

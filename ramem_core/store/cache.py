@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.episodic import EpisodicKeys
 from ramem_core.errors import InvalidInputError
 from ramem_core.protocols import Store
 from ramem_core.store.files import MIN_MEMORIES, Signature, SnapshotFiles
-from ramem_core.store.index import EpisodicKeys
 from ramem_core.store.snapshot import Snapshot
 from ramem_core.types import MemoryUnit, Version, newer_or_equal
 

@@ -25,14 +25,14 @@ from typing import SupportsIndex, overload
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.store.codec import from_record, to_metadata
-from ramem_core.store.index import (
+from ramem_core.episodic import (
     EpisodicIndex,
     EpisodicKeys,
     Rows,
     session_key,
     speaker_names,
 )
+from ramem_core.store.codec import from_record, to_metadata
 from ramem_core.types import Granularity, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
 Mask = npt.NDArray[np.bool_]

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from ramem_core import Conversation, RaMem, Session, StoreError, Turn
+from ramem_core.episodic import EpisodicKeys
 from ramem_core.store.cache import SnapshotCache
 from ramem_core.store.chroma import ChromaStore
-from ramem_core.store.index import EpisodicKeys
 from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
 from tests.conftest import two_trips
 

@@ -11,6 +11,7 @@ from ramem_core import (
     FrameContext,
     Granularity,
     MemoryUnit,
+    RaMem,
     Relation,
     RuleFrameInducer,
     TimeSpan,
@@ -285,3 +286,34 @@ def test_frames_at_the_ends_of_the_calendar_ground_nothing_and_never_raise(
     context = FrameContext(now=day.end, memory_range=day, locate=lambda _phrase: marathon)
     frame = induce(query, context)
     assert all(t.window is None or t.window.overlaps(day) for t in frame.grounded_times)
+
+
+NOW_FOR_CUES = datetime(2023, 8, 28)
+
+
+def test_the_frame_carries_what_ranking_needs_so_no_stage_reparses_the_query() -> None:
+    context = FrameContext(now=NOW_FOR_CUES, memory_range=None, speakers=("Melanie", "Ben"))
+    painted = RuleFrameInducer().induce("What has Melanie painted?", context)
+    assert painted.speakers == ("Melanie",)
+    assert painted.participants == ()  # naming a speaker is a bonus, not a condition
+    assert not painted.asks_when
+    moved = RuleFrameInducer().induce("When did Ana move to Lisbon?", context)
+    assert moved.asks_when
+    assert moved.speakers == ()  # Ana does not speak here
+
+
+def test_recall_ranks_by_the_frames_cues(memory: RaMem, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stage 3 reads the frame, not the question: a frame that names no speaker gets no
+    speaker bonus even when the question's words name one."""
+    from dataclasses import replace
+
+    from tests.conftest import two_trips
+
+    memory.add_conversation(two_trips())
+    query = "What did Ben say about his trip?"
+    named = memory.recall(query)
+    induce = memory.inducer.induce
+    monkeypatch.setattr(memory.inducer, "induce", lambda q, c: replace(induce(q, c), speakers=()))
+    plain = memory.recall(query)
+    assert named.frame.speakers == ("Ben",)
+    assert [e.score for e in named] != [e.score for e in plain]

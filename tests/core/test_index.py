@@ -6,18 +6,13 @@ import math
 from datetime import datetime
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from ramem_core import EpisodicContext, MemoryUnit, TimeSpan
-from ramem_core.store.index import (
-    CONTENT_KEYS,
-    EpisodicIndex,
-    EpisodicKeys,
-    LexicalIndex,
-    Tokenizer,
-    ranks,
-    term_counts,
-)
+from ramem_core.episodic import CONTENT_KEYS, EpisodicIndex, EpisodicKeys
+from ramem_core.retrieval import ranks
+from ramem_core.store.bm25 import LexicalIndex, Tokenizer, term_counts
 from ramem_core.types import Granularity
 
 
@@ -143,13 +138,28 @@ def test_session_date_words_are_searchable() -> None:
     assert EpisodicIndex(UNITS, keys=CONTENT_KEYS).lexical_scores("May 2023").max() == 0.0
 
 
+def _fused(
+    units: list[MemoryUnit], keys: EpisodicKeys, query: str, speakers: tuple[str, ...] = ()
+) -> npt.NDArray[np.float32]:
+    """The retriever's fused ranking of ``units`` (hash vectors) under ``keys``."""
+    from ramem_core.retrieval import RetrievalConfig, Retriever
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    embedder = HashEmbedder()
+    snap = Snapshot(units, embedder.embed([u.content for u in units]), keys)
+    retriever = Retriever(embedder, RetrievalConfig(keys=keys))
+    return retriever.rank(snap, query, embedder.embed([query])[0], speakers=speakers).fused
+
+
 def test_session_documents_lift_every_turn_of_the_matching_episode() -> None:
     index = EpisodicIndex(UNITS, keys=EpisodicKeys(session_weight=4.0))
-    bonus = index.session_bonus("pottery bowls", rrf_k=60)
-    assert bonus[0] == bonus[1] == bonus[2] == pytest.approx(4.0 / 61)
+    assert index.session_scores("pottery bowls")[index.session_of[3]] == 0.0  # B: no match
+    bonus = _fused(UNITS, EpisodicKeys(session_weight=4.0), "pottery bowls") - _fused(
+        UNITS, EpisodicKeys(session_weight=0.0), "pottery bowls"
+    )
+    np.testing.assert_allclose(bonus[:3], [4.0 / 61] * 3, rtol=1e-5)  # float32 sums
     assert bonus[3] == 0.0  # session B does not match at all
-    off = EpisodicIndex(UNITS, keys=EpisodicKeys(session_weight=0.0))
-    assert not off.session_bonus("pottery bowls", rrf_k=60).any()
 
 
 def test_dense_key_adds_the_window_cosine() -> None:
@@ -266,8 +276,8 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
     before it is updated, as after a restart: columnar units and postings must evolve alike."""
     import pickle
 
+    from ramem_core import episodic as index
     from ramem_core.retrieval import RetrievalConfig, Retriever
-    from ramem_core.store import index
     from ramem_core.store.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
 
@@ -304,8 +314,8 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
             for part in (
                 lambda s, q=q: s.index.lexical_scores(q),
                 lambda s, v=vector: s.index.dense_scores(v),
-                lambda s, q=q: s.index.session_bonus(q, 60),
-                lambda s, q=q, v=vector: retriever.rank(s, q, v).fused,
+                lambda s, q=q: s.index.session_scores(q)[s.index.session_of],
+                lambda s, q=q, v=vector: retriever.rank(s, q, v, speakers=("user",)).fused,
             ):
                 got, want = _by_id(version, part(version)), _by_id(fresh, part(fresh))
                 assert got.keys() == want.keys()
@@ -410,18 +420,18 @@ def test_a_memory_said_by_the_person_the_query_names_ranks_first() -> None:
     for weight in (0.5, 0.0):
         retriever.config = RetrievalConfig(keys=EpisodicKeys(speaker_weight=weight))
         snap = Snapshot(units, vectors, retriever.config.keys)
-        fused = retriever.rank(snap, query, embedder.embed([query])[0]).fused
+        fused = retriever.rank(snap, query, embedder.embed([query])[0], speakers=("Ben",)).fused
         if weight:
             assert fused[1] > fused[0]  # Ben's sunset above Melanie's identical one
             assert fused[2] > fused[0]  # "Ann, Ben": said by Ben too
         else:
             assert fused[0] >= fused[1]
-    snap = Snapshot(units, vectors, EpisodicKeys(speaker_weight=0.5))
-    both = snap.index.speaker_bonus("What have melanie's friends Ann and Ben painted?", 60)
-    assert both is not None
-    np.testing.assert_allclose(both, [0.5 / 61] * 3)  # once per memory, not once per name
-    assert snap.index.speaker_bonus("What has Carol painted?", 60) is None
-    assert (
-        Snapshot(units, vectors, EpisodicKeys(speaker_weight=0)).index.speaker_bonus(query, 60)
-        is None
+    keys, off = EpisodicKeys(speaker_weight=0.5), EpisodicKeys(speaker_weight=0)
+    several = "What have melanie's friends Ann and Ben painted?"
+    both = _fused(units, keys, several, ("Melanie", "Ann", "Ben")) - _fused(units, keys, several)
+    np.testing.assert_allclose(both, [0.5 / 61] * 3, rtol=1e-5)  # once per memory, not per name
+    carol = "What has Carol painted?"
+    np.testing.assert_array_equal(
+        _fused(units, keys, carol, ("Carol",)), _fused(units, keys, carol)
     )
+    np.testing.assert_array_equal(_fused(units, off, query, ("Ben",)), _fused(units, off, query))

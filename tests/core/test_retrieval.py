@@ -24,10 +24,10 @@ from ramem_core import (
     TimeSpan,
     Turn,
 )
+from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.retrieval import CONTENT_ONLY, Conditions
 from ramem_core.store.chroma import where_of
-from ramem_core.store.index import CONTENT_KEYS, EpisodicKeys
 from ramem_core.testing import HashEmbedder, WordCounter
 from tests.conftest import two_trips
 
@@ -604,7 +604,7 @@ def test_a_relation_question_passes_over_the_vectors_once(
     then reuses: one pass over every memory's vector, not one for the anchor and one for the
     question."""
     from ramem_core import retrieval
-    from ramem_core.store.index import EpisodicIndex
+    from ramem_core.episodic import EpisodicIndex
 
     memory.add_conversation(two_trips())
     query = "What did Alice do after the Lisbon holiday?"

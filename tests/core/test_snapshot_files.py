@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from ramem_core import ChromaStore, RaMem, RetrievalConfig
+from ramem_core.episodic import EpisodicKeys
+from ramem_core.store.bm25 import LexicalIndex
 from ramem_core.store.files import Signature, SnapshotFiles
-from ramem_core.store.index import EpisodicKeys, LexicalIndex
 from ramem_core.store.snapshot import Snapshot, StoredUnits
 from ramem_core.testing import HashEmbedder
 from tests.conftest import two_trips

@@ -1,0 +1,379 @@
+"""BM25 over weighted term frequencies, with appends and removals (generic: no memory types).
+
+Chroma's hybrid ``Search`` API is not implemented for local Chroma, so lexical retrieval runs
+client-side on numpy: :class:`LexicalIndex` scores a query over posting lists, accepts
+documents as weighted term counts (so a document can be a blend of several texts), and can be
+appended to and have documents removed as a live conversation grows, with older copies left
+as they were (:meth:`LexicalIndex.evolve`).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Scores = npt.NDArray[np.float32]
+
+
+# --------------------------------------------------------------------------- tokens
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+class Tokenizer:
+    """Lower-case words, bm25s's English stop words removed, Snowball English stems."""
+
+    def __init__(self) -> None:
+        import Stemmer
+
+        self._stem = Stemmer.Stemmer("english").stemWord
+        self._cache: dict[str, str] = {}
+        self._stop = _stopwords()
+
+    def __call__(self, text: str) -> list[str]:
+        """The stemmed terms of ``text`` in order."""
+        out = []
+        cache = self._cache
+        for word in _WORD.findall(text.lower()):
+            word = word.replace("'", "")  # "caroline's" -> "carolines" -> stem "carolin"
+            if word in self._stop:
+                continue
+            stem = cache.get(word)
+            if stem is None:
+                stem = cache[word] = self._stem(word)
+            out.append(stem)
+        return out
+
+
+def term_counts(terms: Iterable[str]) -> dict[str, float]:
+    """Term frequencies of a token list."""
+    counts: dict[str, float] = defaultdict(float)
+    for term in terms:
+        counts[term] += 1.0
+    return dict(counts)
+
+
+def add_weighted(into: dict[str, float], counts: dict[str, float], weight: float) -> None:
+    for term, tf in counts.items():
+        into[term] = into.get(term, 0.0) + weight * tf
+
+
+# --------------------------------------------------------------------------- BM25
+
+
+class LexicalIndex:
+    """Okapi BM25 over weighted term frequencies, with appends and removals.
+
+    Documents get consecutive ids; removing one leaves a tombstone (its id is never reused, its
+    postings stay and score nothing), and statistics (document frequencies, average length)
+    always count live documents only. Scores are computed at query time from postings, so an
+    append costs the document's terms and a removal its terms' counts.
+
+    An index is changed only while it is built. :meth:`evolve` returns a *new* index with some
+    documents removed and others added; this one stays as it was, so readers holding it are
+    never disturbed. Posting lists are append-only and shared: the new index appends its
+    documents to them, and an older index reads only the entries of its own documents (doc ids
+    below its size; ids only grow). Only the newest index of a line may evolve in place; an
+    older one evolves into a copy.
+
+    Args:
+        k1: term-frequency saturation.
+        b: length normalisation.
+    """
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self._docs: list[dict[str, float] | None] | FrozenDocs = []
+        self._lengths: list[float] = []
+        self._postings: dict[str, tuple[list[int], list[float]]] = {}
+        self._df: dict[str, int] = defaultdict(int)
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+        self._live = 0
+        self._total_length = 0.0
+        self._length_array: npt.NDArray[np.float32] | None = None
+        self._dead: list[int] = []
+        self._tip = True  # no newer index appended to the shared posting lists yet
+        # posting arrays of an index loaded from a file (read-only; lists made on first append)
+        self._base: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+
+    def evolve(
+        self, removed: Iterable[int], added: Sequence[dict[str, float]]
+    ) -> tuple[LexicalIndex, list[int]]:
+        """A new index without the ``removed`` documents and with ``added`` ones appended,
+        and the ids of the added ones. This index is left unchanged (copy on write)."""
+        new = LexicalIndex(self.k1, self.b)
+        new._docs = self._docs.copy()
+        new._base = self._base
+        new._lengths = list(self._lengths)
+        if self._tip:
+            new._postings = self._postings  # shared, append-only
+        else:  # a newer index appends to the shared lists already: take a private copy
+            n = len(self._docs)
+            new._postings = {}
+            for term, (docs, tfs) in self._postings.items():
+                k = bisect_left(docs, n)
+                new._postings[term] = (docs[:k], tfs[:k])
+        self._tip = False
+        new._df = defaultdict(int, self._df)
+        new._arrays = dict(self._arrays)
+        new._live = self._live
+        new._total_length = self._total_length
+        new._dead = list(self._dead)
+        for doc in removed:
+            new.remove(doc)
+        return new, [new.add(counts) for counts in added]
+
+    @property
+    def live(self) -> int:
+        """Number of live documents."""
+        return self._live
+
+    def document(self, doc: int) -> dict[str, float] | None:
+        """The term counts of document ``doc`` (``None`` once removed)."""
+        return self._docs[doc]
+
+    def add(self, counts: dict[str, float]) -> int:
+        """Append a document given as term -> weighted frequency; returns its id."""
+        doc = len(self._docs)
+        counts = {t: tf for t, tf in counts.items() if tf > 0}
+        self._docs.append(counts)
+        length = float(sum(counts.values()))
+        self._lengths.append(length)
+        self._total_length += length
+        self._live += 1
+        for term, tf in counts.items():
+            entry = self._entry(term)
+            entry[0].append(doc)
+            entry[1].append(tf)
+            self._df[term] += 1
+            self._arrays.pop(term, None)
+        self._length_array = None
+        return doc
+
+    def extend(self, documents: Sequence[dict[str, float]]) -> None:
+        """Append many documents at once (a bulk build: one pass, no per-term bookkeeping)."""
+        if self._base:  # loaded from a file: posting lists are made term by term
+            for counts in documents:
+                self.add(counts)
+            return
+        postings, df = self._postings, self._df
+        doc = len(self._docs)
+        for counts in documents:
+            self._docs.append(counts)
+            length = 0.0
+            for term, tf in counts.items():
+                entry = postings.get(term)
+                if entry is None:
+                    entry = postings[term] = ([], [])
+                entry[0].append(doc)
+                entry[1].append(tf)
+                df[term] += 1
+                length += tf
+            self._lengths.append(length)
+            self._total_length += length
+            doc += 1
+        self._live += len(documents)
+        self._arrays.clear()
+        self._length_array = None
+
+    def remove(self, doc: int) -> None:
+        """Remove document ``doc`` (a no-op if it is already removed)."""
+        counts = self._docs[doc]
+        if counts is None:
+            return
+        self._docs[doc] = None
+        self._live -= 1
+        self._total_length -= self._lengths[doc]
+        for term in counts:
+            self._df[term] -= 1
+        self._dead.append(doc)
+
+    def freeze(self) -> None:
+        """Build every term's posting arrays now (after a bulk build), not on first query."""
+        for term in self._postings:
+            self._posting(term)
+
+    def _entry(self, term: str) -> tuple[list[int], list[float]]:
+        """The appendable posting list of ``term`` (made from the loaded arrays if need be)."""
+        entry = self._postings.get(term)
+        if entry is None:
+            base = self._base.get(term)
+            entry = ([], []) if base is None else (base[0].tolist(), base[1].tolist())
+            self._postings[term] = entry
+        return entry
+
+    def _posting(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        cached = self._arrays.get(term)
+        if cached is None and term not in self._postings and term in self._base:
+            cached = self._arrays[term] = self._base[term]  # base documents precede every id
+        if cached is None:
+            docs, tfs = self._postings.get(term, ([], []))
+            k = bisect_left(docs, len(self._docs))  # this index's own entries
+            cached = (np.asarray(docs[:k], dtype=np.int64), np.asarray(tfs[:k], dtype=np.float32))
+            self._arrays[term] = cached
+        return cached
+
+    def scores(self, terms: Sequence[str]) -> Scores:
+        """BM25 score of every document id for the query ``terms`` (0 for removed ones)."""
+        out = np.zeros(len(self._docs), dtype=np.float32)
+        if not self._live:
+            return out
+        if self._length_array is None:
+            self._length_array = np.asarray(self._lengths, dtype=np.float32)
+        avgdl = max(self._total_length / self._live, 1e-9)
+        norm = self.k1 * (1.0 - self.b + self.b * self._length_array / avgdl)
+        n = self._live
+        for term, qtf in term_counts(terms).items():
+            df = self._df.get(term, 0)
+            if not df:
+                continue
+            idf = float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+            docs, tfs = self._posting(term)
+            out[docs] += qtf * idf * tfs * (self.k1 + 1.0) / (tfs + norm[docs])
+        if self._dead:
+            out[self._dead] = 0.0
+        return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Columnar state for a snapshot file: posting and document arrays, no per-term or
+        per-document Python objects, so a 100k-document index loads in milliseconds."""
+        terms = sorted({*self._postings, *self._base})
+        postings = [self._posting(term) for term in terms]
+        docs = self._docs
+        n = len(docs)
+        vocabulary = {term: i for i, term in enumerate(terms)}
+        alive = np.ones(n, dtype=bool)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        doc_terms: list[int] = []
+        doc_tfs: list[float] = []
+        for doc in range(n):
+            counts = docs[doc]
+            if counts is None:
+                alive[doc] = False
+            else:
+                doc_terms.extend(vocabulary[t] for t in counts)
+                doc_tfs.extend(counts.values())
+            offsets[doc + 1] = len(doc_terms)
+        return {
+            "k1": self.k1,
+            "b": self.b,
+            "terms": terms,
+            "posting_offsets": np.cumsum([0, *(len(d) for d, _ in postings)]),
+            "posting_docs": np.concatenate([d for d, _ in postings] or [np.zeros(0, np.int64)]),
+            "posting_tfs": np.concatenate([t for _, t in postings] or [np.zeros(0, np.float32)]),
+            "docs": FrozenDocs(
+                terms,
+                offsets,
+                np.asarray(doc_terms, dtype=np.int64),
+                np.asarray(doc_tfs, dtype=np.float64),
+                alive,
+            ),
+            "lengths": np.asarray(self._lengths, dtype=np.float64),
+            "df": dict(self._df),
+            "live": self._live,
+            "total_length": self._total_length,
+            "dead": list(self._dead),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["k1"], state["b"])  # type: ignore[misc]
+        terms, offsets = state["terms"], state["posting_offsets"]
+        docs, tfs = state["posting_docs"], state["posting_tfs"]
+        self._base = {
+            term: (docs[offsets[i] : offsets[i + 1]], tfs[offsets[i] : offsets[i + 1]])
+            for i, term in enumerate(terms)
+        }
+        self._docs = state["docs"]
+        self._lengths = state["lengths"].tolist()
+        self._df = defaultdict(int, state["df"])
+        self._live = state["live"]
+        self._total_length = state["total_length"]
+        self._dead = list(state["dead"])
+
+
+class FrozenDocs:
+    """Documents' term counts held as arrays (an index loaded from a snapshot file), decoded
+    one document at a time; removals and appends are kept beside them.
+
+    Supports what :class:`LexicalIndex` does with its document list: ``len``, indexing,
+    setting a document to ``None`` (removal), ``append`` and ``copy``.
+    """
+
+    __slots__ = ("_alive", "_changed", "_extra", "_offsets", "_terms", "_tfs", "_vocabulary")
+
+    def __init__(
+        self,
+        vocabulary: list[str],
+        offsets: npt.NDArray[np.int64],
+        terms: npt.NDArray[np.int64],
+        tfs: npt.NDArray[np.float64],
+        alive: npt.NDArray[np.bool_],
+    ) -> None:
+        self._vocabulary = vocabulary
+        self._offsets = offsets
+        self._terms = terms
+        self._tfs = tfs
+        self._alive = alive
+        self._changed: dict[int, dict[str, float] | None] = {}
+        self._extra: list[dict[str, float] | None] = []
+
+    def __getstate__(self) -> tuple[object, ...]:
+        if self._changed or self._extra:
+            raise TypeError("only an unchanged FrozenDocs is pickled (LexicalIndex makes one)")
+        return (self._vocabulary, self._offsets, self._terms, self._tfs, self._alive)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
+
+    def __len__(self) -> int:
+        return len(self._alive) + len(self._extra)
+
+    def __getitem__(self, doc: int) -> dict[str, float] | None:
+        n = len(self._alive)
+        if doc >= n:
+            return self._extra[doc - n]
+        if doc in self._changed:
+            return self._changed[doc]
+        if not self._alive[doc]:
+            return None
+        lo, hi = int(self._offsets[doc]), int(self._offsets[doc + 1])
+        words = self._vocabulary
+        return {
+            words[t]: tf
+            for t, tf in zip(self._terms[lo:hi].tolist(), self._tfs[lo:hi].tolist(), strict=True)
+        }
+
+    def __setitem__(self, doc: int, counts: dict[str, float] | None) -> None:
+        n = len(self._alive)
+        if doc >= n:
+            self._extra[doc - n] = counts
+        else:
+            self._changed[doc] = counts
+
+    def append(self, counts: dict[str, float] | None) -> None:
+        self._extra.append(counts)
+
+    def copy(self) -> FrozenDocs:
+        """A copy sharing the arrays (never written) with its own changes."""
+        new = FrozenDocs(self._vocabulary, self._offsets, self._terms, self._tfs, self._alive)
+        new._changed = dict(self._changed)
+        new._extra = list(self._extra)
+        return new
+
+
+# --------------------------------------------------------------------------- row buffers
