@@ -63,16 +63,11 @@ class MiniLMEmbedder:
         threads: onnxruntime intra-op threads; by default every CPU this process may use
             (onnxruntime's own default used one of two cores here, at 60% of the throughput).
         spin: let onnxruntime's worker threads wait for work by spinning (its default). A
-            spinning worker keeps a core busy for a while after each call, and that core is
-            taken from what follows: the pass over the memory vectors, Chroma's writes. Off by
-            default. Measured on the 2-core machine with ``benchmarks/bench_core.py`` (its
-            ``spin p95`` and ``no-spin p95`` columns, same store and questions), recall p95
-            with spinning / without in three runs: 38.7 / 21.5, 56.0 / 21.3 and 40.6 / 22.5 ms
-            at 100k memories; 18.1 / 10.7, 21.5 / 11.1 and 21.8 / 12.0 ms at 10k; at 1k, where
-            the pass is short, no consistent difference (6.8 / 7.8, 7.2 / 9.8, 9.7 / 8.3 ms).
-            A bulk-ingest job may turn it on: 252 texts/s against 229 without, embedding 1,200
-            LoCoMo turns (three alternating runs each). One session per embedder: a second,
-            spinning one for bulk calls would hold about 130 MB more.
+            spinning worker keeps a core busy after each call, taken from what follows (the
+            pass over the memory vectors, Chroma's writes): off by default; a bulk-ingest job
+            may turn it on for about 10% more throughput. Measured by
+            ``benchmarks/bench_core.py`` (``spin p95`` / ``no-spin p95``); figures in
+            ``benchmarks/results/TUNING.md``.
     """
 
     dimension = 384

@@ -54,39 +54,22 @@ Matrix = npt.NDArray[Any]
 class EpisodicKeys:
     """How the episode is reinstated in the search keys of a memory.
 
-    Every weight was chosen on the choose parts of the dev data only (LoCoMo dev conv-26/30/41,
-    LongMemEval_S dev30) with ``benchmarks/tune_retrieval.py``; the reports show them on the
-    other parts (conv-42/43, dev60). Figures for ``neighbours``, ``session_date`` and
-    ``session_weight`` are from when they were chosen (before the speaker and time bonuses);
-    the others are the script's current grids (``benchmarks/results/tune_retrieval.json``).
+    Each weight was chosen on the choose parts of the dev data (LoCoMo conv-26/30/41,
+    LongMemEval_S dev30) by ``benchmarks/tune_retrieval.py``: grids in
+    ``benchmarks/results/tune_retrieval.json``, history in ``benchmarks/results/TUNING.md``.
 
     Attributes:
         neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
-            same session, added to a turn's own lexical key (``()`` turns it off). (0.5, 0.25);
-            LoCoMo R@10 within 0.005 for first weights 0.5-0.7.
-        session_date: add the session's month and year words to the lexical keys (+0.007
-            LoCoMo R@10, +0.018 temporal).
-        session_weight: weight of the session-document rank in the fused score (0 turns it
-            off). 4: LoCoMo R@10 0.761 / 0.762 / 0.768 / 0.758 for 2 / 3 / 4 / 6.
-        window: turns on each side whose vectors form the dense window key (0 turns it off).
-            1: window 2 costs 0.001 LoCoMo R@10 and 0.013 D@1 (own_weight 0.25).
+            same session, added to a turn's own lexical key (``()`` turns it off).
+        session_date: add the session's month and year words to the lexical keys.
+        session_weight: weight of the session-document rank in the fused score (0: off).
+        window: turns on each side whose vectors form the dense window key (0: off).
         speaker_weight: a memory said by a person the query names gains
-            ``speaker_weight / (rrf_k + 1)`` (a rank-0 place in a list of that person's
-            memories); 0 turns it off. In conv-26/30/41, 83% of the evidence turns of a
-            question that names one of the two speakers are said by that speaker. 0.5: LoCoMo
-            R@10 0.772 / 0.777 / 0.787 / 0.785 / 0.781 for 0 / 0.25 / 0.5 / 1 / 2 (flat from
-            0.5; multi-hop 0.436 -> 0.476, R@5 0.666 -> 0.709); LongMemEval questions name no
-            speaker (unchanged). It costs temporal R@10 one question (0.956 -> 0.944) and gains
-            temporal R@5 (0.900 -> 0.933); switching it off for questions that ask *when*
-            alone gave R@10 0.789 but R@5 0.701 and D@1 0.298 (not taken).
+            ``speaker_weight / (rrf_k + 1)``, a first place in a list of that person's
+            memories (0: off). Grid ``speaker_weight``.
         own_weight: weight of the reciprocal ranks of the memory's own content (own words,
-            own vector) added to the fused score (0 turns it off). 0.25: LongMemEval dev30 turn
-            R@1 0.476 -> 0.619 (neighbour keys alone blur which turn of an episode says it);
-            LoCoMo R@10 0.787 / 0.787 / 0.780 / 0.768 for 0 / 0.25 / 0.5 / 1 (R@5 0.720 /
-            0.709 / 0.686 / 0.651: LoCoMo alone would take 0). The extreme, ordering each
-            session's memories in the returned list by their own content alone, gave LoCoMo
-            conv-26/30/41 R@5 0.709 -> 0.618 and R@10 0.787 -> 0.750 with LongMemEval dev30
-            turn R@1 unchanged (not taken).
+            own vector) in the fused score, so that inside a matching episode the turn that
+            says it ranks above its neighbours (0: off). Grid ``window, own_weight``.
     """
 
     neighbours: tuple[float, ...] = (0.5, 0.25)

@@ -42,6 +42,10 @@ from ramem_core.types import (
 class RetrievalConfig:
     """Switches of the retrieval stage (the evaluation's ablations are settings of this).
 
+    The tuned values were chosen on LoCoMo conv-26/30/41 and LongMemEval_S dev30 by
+    ``benchmarks/tune_retrieval.py`` (grids in ``benchmarks/results/tune_retrieval.json``,
+    history in ``benchmarks/results/TUNING.md``).
+
     Attributes:
         keys: the episodic keys memories are found by (:data:`CONTENT_KEYS` for none).
         rrf_k: the reciprocal-rank-fusion constant.
@@ -51,31 +55,18 @@ class RetrievalConfig:
         context_ranking: move frame-consistent memories ahead inside the relevant pool.
         session_context: let a memory's session span stand in for an unknown event time.
         validity_pool: how many of the content ranking's best memories form the relevant
-            pool in which frame-consistent ones move ahead. Chosen on LoCoMo dev conv-26/30/41
-            and LongMemEval_S dev30 (``benchmarks/tune_retrieval.py``): flat, LoCoMo R@10
-            0.789 / 0.787 / 0.779 / 0.779 / 0.776 for 10 / 20 / 30 / 50 / 100 and LongMemEval
-            unchanged; 10 and 20 differ by one question, 20 has the better temporal R@10
-            (0.944 vs 0.933).
-        window_padding: a frame's time windows are widened by this much on each side
-            (LongMemEval's reference implementation pads by two days).
+            pool in which frame-consistent ones move ahead (grid ``validity_pool``).
+        window_padding: a frame's time windows are widened by this much on each side for
+            ranking (LongMemEval's reference implementation pads by two days).
         anchor_min_similarity: cosine needed to accept a memory as a relation's anchor event.
-        time_weight: when the query asks *when* (:func:`~ramem_core.frames.asks_for_time`),
-            memories that say when (an event time or a mentioned time) gain
-            ``time_weight / (rrf_k + 1)``; part of the frame (off with ``context_ranking``).
-            In LoCoMo conv-26/30/41, 76% of the evidence turns of temporal questions say when,
-            against 10% of all turns. 0.5: LoCoMo R@5 0.695 / 0.704 / 0.709 / 0.704 for
-            0 / 0.25 / 0.5 / 1 (temporal R@5 0.872 -> 0.933, D@1 0.300 -> 0.290); R@10 flat
-            (0.784-0.787); LongMemEval dev30 unchanged.
+        time_weight: when the frame asks *when* (:attr:`RecallFrame.asks_when`), memories
+            that say when (an event time or a mentioned time) gain
+            ``time_weight / (rrf_k + 1)``; part of the frame, off with ``context_ranking``
+            (grid ``time_weight``).
         window_slots: when the frame has a time window, this many of the window's best
-            memories *below* the relevant pool join the frame-consistent ones ahead (the
+            memories *below* the relevant pool join the frame-consistent ones ahead: the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window
-            cannot fill the list). A narrow window ("last Saturday", "the second week of
-            November") holds few memories, and its evidence often shares few words with the
-            question. Chosen on LoCoMo dev conv-26/30/41 and LongMemEval_S dev30
-            (``benchmarks/tune_retrieval.py --only window_slots``): LoCoMo R@5 0.701 / 0.707 /
-            0.709 / 0.704 / 0.703 and R@10 0.784 / 0.787 / 0.787 / 0.784 / 0.779 for 0 / 1 /
-            2 / 3 / 5 slots, D@1 0.292 -> 0.290; LongMemEval dev30 unchanged. Flat for 1-3;
-            5 floods short lists with in-window small talk.
+            cannot fill the list (grid ``window_slots``).
     """
 
     keys: EpisodicKeys = field(default_factory=EpisodicKeys)
@@ -203,7 +194,7 @@ ANCHOR_CANDIDATES = 1000
 """A relation's anchor event is sought among the question's most similar memories (and the
 phrase's best lexical matches), not in a second pass over every memory (see
 :meth:`Retriever.locate`). Not tuned: the dev namespaces (300-700 memories) are below it; what
-other values changed is in ``benchmarks/results/tune_retrieval.json`` (``anchor_candidates``)."""
+smaller values changed is in ``benchmarks/results/TUNING.md``."""
 
 
 CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False)

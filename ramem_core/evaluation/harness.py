@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ramem_core.anchoring import LLMAnchorer, RuleAnchorer
+from ramem_core.anchoring import PIECE_CHARS, LLMAnchorer, RuleAnchorer
 from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import ConversationFormatError, InvalidInputError
 from ramem_core.evaluation import metrics
@@ -95,6 +95,7 @@ class EvalOptions:
             RaMem's recall frames.
         model_name: the model's name, part of the LLM cache key.
         holdout: LoCoMo sample ids reported apart from the ones parameters were chosen on.
+        piece_chars: the rule anchorer's long-turn piece length (``None``: never split).
     """
 
     systems: tuple[str, ...] = ("ramem", "content", "dense", "bm25")
@@ -107,6 +108,7 @@ class EvalOptions:
     llm_stages: bool = False
     model_name: str = "llm"
     holdout: tuple[str, ...] = LOCOMO_HOLDOUT
+    piece_chars: int | None = PIECE_CHARS
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.systems if s not in SYSTEMS]
@@ -247,7 +249,7 @@ def _open_bench(
         store,
         options,
         tokens,
-        LLMAnchorer(anchor_llm) if anchor_llm else RuleAnchorer(),
+        LLMAnchorer(anchor_llm) if anchor_llm else RuleAnchorer(piece_chars=options.piece_chars),
         LLMFrameInducer(frame_llm) if frame_llm else None,
         metered(),
     )
