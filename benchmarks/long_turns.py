@@ -92,9 +92,8 @@ def main() -> None:
         dev120, out / "dev120", EvalOptions(systems=systems, ks=(1, 5, 10))
     )
     questions = {s: whole["runs"][s]["questions"] for s in systems}
-    print(
-        f"dev120: every question ingested and asked; scored {questions} (skipped {whole['skipped']})"
-    )
+    skipped = whole["skipped"]
+    print(f"dev120: every question ingested and asked; scored {questions} (skipped {skipped})")
     result = {
         "command": "python benchmarks/long_turns.py",
         "piece_chars": PIECE_CHARS,
