@@ -151,6 +151,29 @@ class _DirectoryLock:
             os.close(fd)  # closing the descriptor releases the lock
 
 
+def _serving_process(directory: Path) -> int | None:
+    """The id of another process that has ``directory``'s Chroma database open (a ``chroma
+    run --path DIR`` server, say), or ``None`` (also where ``/proc`` cannot tell: not Linux).
+
+    Chroma keeps a per-process index of what it wrote; a second process writing the same
+    database beside a server corrupts what the server serves ("Error finding id")."""
+    database = str((directory / "chroma.sqlite3").resolve())
+    proc = Path("/proc")
+    if not proc.is_dir() or not Path(database).exists():
+        return None
+    me = os.getpid()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            for fd in (entry / "fd").iterdir():
+                if os.readlink(fd) == database:
+                    return int(entry.name)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return None
+
+
 def _chunks(ids: Sequence[str]) -> list[list[str]]:
     """``ids`` in lists of at most ``_BATCH``."""
     return [list(ids[i : i + _BATCH]) for i in range(0, len(ids), _BATCH)]
@@ -323,6 +346,15 @@ class ChromaStore:
             msg = f"cannot create the memory directory {path}: {exc.strerror or exc}"
             raise StoreError(msg) from exc
         lock = _DirectoryLock.acquire(Path(path))
+        serving = _serving_process(Path(path))
+        if serving is not None:
+            _DirectoryLock.release(lock)
+            msg = (
+                f"the memory directory {Path(path).resolve()} is open in process {serving} "
+                "(a Chroma server?); open it through that server with "
+                "RaMem.open(host=..., port=...) instead"
+            )
+            raise StoreError(msg)
         try:
             client = chromadb.PersistentClient(path=str(path), settings=_settings())
             client.list_collections()  # a damaged database fails here, not at first recall

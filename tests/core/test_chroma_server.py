@@ -34,7 +34,8 @@ def _chroma_binary() -> str:
 
 
 @pytest.fixture(scope="module")
-def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+def chroma_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+    """A `chroma run` server on a free port: (port, the directory it serves)."""
     port = _free_port()
     path = tmp_path_factory.mktemp("chroma-server")
     log = (path / "server.log").open("w")
@@ -64,11 +65,17 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
                 time.sleep(0.2)
         else:
             pytest.fail("chroma run did not start within 60 s")
-        yield port
+        yield port, path / "db"
     finally:
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def chroma_server(chroma_served: tuple[int, Path]) -> int:
+    """The port of a `chroma run` server."""
+    return chroma_served[0]
 
 
 @pytest.fixture(autouse=True)
@@ -141,3 +148,17 @@ def _two_workers(first: RaMem, second: RaMem) -> None:
 def test_unreachable_server_is_a_store_error() -> None:
     with pytest.raises(StoreError, match="cannot reach the Chroma server"):
         RaMem.open(host="127.0.0.1", port=_free_port(), embedder=HashEmbedder()).count()
+
+
+@pytest.mark.slow
+def test_the_directory_a_server_serves_is_not_opened_locally(
+    chroma_served: tuple[int, Path],
+) -> None:
+    port, directory = chroma_served
+    served = _client(port, "served")
+    served.add_conversation(two_trips())
+    with pytest.raises(StoreError, match=r"open in process \d+ \(a Chroma server\?\)"):
+        RaMem.open(directory, embedder=HashEmbedder())
+    assert served.recall("Where did Ben eat grilled sardines?", k=1)  # the server still serves
+    served.drop()
+    served.close()

@@ -116,3 +116,34 @@ def test_the_where_filter_is_the_adapters_own() -> None:
     both = where_of([august], ["Ben"], session_context=False)
     assert both is not None
     assert set(both) == {"$and"}
+
+
+def test_a_directory_another_process_has_open_is_refused(tmp_path: Path) -> None:
+    """A `chroma run --path DIR` server keeps DIR's database open; a second writer beside it
+    would corrupt what it serves, so opening DIR locally is refused, naming the process."""
+    import subprocess
+    import sys
+
+    with RaMem.open(tmp_path, embedder=HashEmbedder()) as memory:
+        memory.add_conversation(two_trips())
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"c = sqlite3.connect({str(tmp_path / 'chroma.sqlite3')!r}); c.execute('select 1')\n"
+            "print('open', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(StoreError, match=f"open in process {holder.pid}"):
+            RaMem.open(tmp_path, embedder=HashEmbedder())
+    finally:
+        holder.kill()
+        holder.communicate()  # reaps it and closes its pipe
+    with RaMem.open(tmp_path, embedder=HashEmbedder()) as memory:  # free again
+        assert memory.count() == 6
