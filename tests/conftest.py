@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from ramem_core import ChromaStore, Conversation, RaMem, Session, Turn
+from ramem_core import (
+    ChromaStore,
+    Conversation,
+    EpisodicContext,
+    Granularity,
+    MemoryUnit,
+    RaMem,
+    Session,
+    TimeSpan,
+    Turn,
+)
 from ramem_core.testing import HashEmbedder, WordCounter
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -61,3 +71,9 @@ def two_trips() -> Conversation:
             ),
         ),
     )
+
+
+def unit_at(uid: str, session: str, turn: int, text: str, day: int = 1) -> MemoryUnit:
+    """A memory of conversation "c": turn ``turn`` of ``session``, said on ``day`` May 2023."""
+    span = TimeSpan(datetime(2023, 5, day, 10), datetime(2023, 5, day, 11), Granularity.INSTANT)
+    return MemoryUnit(uid, text, EpisodicContext(session, "c", span, turn_index=turn))

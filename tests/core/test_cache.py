@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,44 @@ def test_the_fake_store_serves_ramem_like_chroma(memory: RaMem) -> None:
     vectors = np.zeros((1, 3), dtype=np.float32)
     with pytest.raises(ValueError, match="1 units but 0 vectors"):
         fake.store.upsert("default", [memory.recall("sardines", k=1)[0].unit], vectors[:0])
+
+
+# ---------------------------------------------------------------- freshness across workers
+
+
+def _worker(path: Path, refresh: float = 0.0) -> RaMem:
+    store = ChromaStore.persistent(path, HashEmbedder())
+    return RaMem(store, counter=WordCounter(), refresh_seconds=refresh)
+
+
+def test_another_workers_delete_and_edit_are_seen_even_when_the_count_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    reader, writer = _worker(tmp_path / "db"), _worker(tmp_path / "db")
+    writer.add_conversation(two_trips())
+    query = "grilled sardines by the river"
+    assert "S2:1" in {e.unit.source_ids[0] for e in reader.recall(query, k=6)}  # cached now
+    [gone] = [u for u in writer.store.get("default") if u.source_ids == ("S2:1",)]
+    assert writer.delete(unit_ids=[gone.id]) == 1
+    assert "S2:1" not in {e.unit.source_ids[0] for e in reader.recall(query, k=6)}
+    writer.add_turn("Ben", "We watched a film.", at=datetime(2023, 9, 1))  # count is 6 again
+    assert reader.count() == 6
+    assert "S2:1" not in {e.unit.source_ids[0] for e in reader.recall(query, k=7)}
+    [edited] = [u for u in writer.store.get("default") if u.source_ids == ("S3:1",)]
+    vector = writer.embedder.embed(["Ben: On my trip we ate octopus."])
+    writer.store.upsert(
+        "default", [replace(edited, content="Ben: On my trip we ate octopus.")], vector
+    )
+    contents = {e.unit.content for e in reader.recall("octopus trip", k=7)}
+    assert "Ben: On my trip we ate octopus." in contents
+    assert edited.content not in contents
+
+
+def test_a_foreign_write_is_not_hidden_by_this_workers_own_write(tmp_path: Path) -> None:
+    # a long refresh interval: only the version check on this worker's own write can tell
+    mine, theirs = _worker(tmp_path / "db", refresh=3600), _worker(tmp_path / "db")
+    mine.add_turn("user", "I like tea.", at=datetime(2023, 9, 1, 10, 0))
+    mine.recall("tea", k=3)  # cached
+    theirs.add_turn("user", "I adopted a zebra.", at=datetime(2023, 9, 1, 10, 1))
+    mine.add_turn("user", "And coffee.", at=datetime(2023, 9, 1, 10, 2))
+    assert "user: I adopted a zebra." in {e.unit.content for e in mine.recall("zebra", k=3)}

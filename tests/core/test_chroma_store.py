@@ -147,3 +147,66 @@ def test_a_directory_another_process_has_open_is_refused(tmp_path: Path) -> None
         holder.communicate()  # reaps it and closes its pipe
     with RaMem.open(tmp_path, embedder=HashEmbedder()) as memory:  # free again
         assert memory.count() == 6
+
+
+# ---------------------------------------------------------------- resources
+
+
+def test_a_closed_memory_releases_its_directory(tmp_path: Path) -> None:
+    with RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter()) as memory:
+        memory.add_conversation(two_trips())
+    with pytest.raises(StoreError, match="closed"):
+        memory.count()
+    memory.close()  # twice is fine
+    again = RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter())
+    assert again.count() == 6  # reopened in the same process, nothing lost
+    again.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts Linux descriptors")
+def test_opening_and_closing_many_memories_does_not_pile_up_descriptors(tmp_path: Path) -> None:
+    def descriptors() -> int:
+        return len(list(Path("/proc/self/fd").iterdir()))
+
+    before = descriptors()
+    for i in range(12):
+        with RaMem.open(tmp_path / f"db{i}", embedder=HashEmbedder()) as memory:
+            memory.add_turn("user", "hello", at=datetime(2023, 1, 1))
+            memory.recall("hello", k=1)
+    assert descriptors() - before < 12  # about 10 per open memory without close()
+
+
+def test_a_second_process_on_one_directory_is_refused_at_open(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from ramem_core import RaMem, StoreError\n"
+        "from ramem_core.testing import HashEmbedder\n"
+        "try:\n"
+        "    RaMem.open(sys.argv[1], embedder=HashEmbedder()).close()\n"
+        "except StoreError as exc:\n"
+        "    print(exc)\n"
+        "    sys.exit(3)\n"
+    )
+
+    def other_process() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path / "db")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    memory = RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter())
+    memory.add_conversation(two_trips())
+    refused = other_process()
+    assert refused.returncode == 3, refused.stderr
+    assert "open in another process" in refused.stdout
+    assert "chroma run" in refused.stdout
+    same_process = RaMem.open(tmp_path / "db", embedder=HashEmbedder())  # shared, not refused
+    assert same_process.count() == 6
+    same_process.close()
+    memory.close()
+    assert other_process().returncode == 0  # free once this process closed it

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -438,120 +437,6 @@ def test_live_questions_after_an_imported_history_still_ground(memory: RaMem) ->
     assert august.window.start == datetime(2023, 8, 1)  # the August memory covers
     top = memory.recall(question, k=3)
     assert "D:1" in {e.unit.source_ids[0] for e in top}
-
-
-# ---------------------------------------------------------------- resources
-
-
-def test_a_closed_memory_releases_its_directory(tmp_path: Path) -> None:
-    with RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter()) as memory:
-        memory.add_conversation(two_trips())
-    with pytest.raises(StoreError, match="closed"):
-        memory.count()
-    memory.close()  # twice is fine
-    again = RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter())
-    assert again.count() == 6  # reopened in the same process, nothing lost
-    again.close()
-
-
-@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="counts Linux descriptors")
-def test_opening_and_closing_many_memories_does_not_pile_up_descriptors(tmp_path: Path) -> None:
-    def descriptors() -> int:
-        return len(list(Path("/proc/self/fd").iterdir()))
-
-    before = descriptors()
-    for i in range(12):
-        with RaMem.open(tmp_path / f"db{i}", embedder=HashEmbedder()) as memory:
-            memory.add_turn("user", "hello", at=datetime(2023, 1, 1))
-            memory.recall("hello", k=1)
-    assert descriptors() - before < 12  # about 10 per open memory without close()
-
-
-def test_snapshot_cache_keeps_the_most_recently_used_namespaces(store: ChromaStore) -> None:
-    memory = RaMem(store, counter=WordCounter(), max_snapshots=2)
-    for ns in ("a1", "b2", "c3"):
-        memory.add_conversation(two_trips(), namespace=ns)
-    for ns in ("a1", "b2", "a1", "c3"):
-        memory.recall("sardines", k=1, namespace=ns)
-    assert memory.snapshots.cached == ["a1", "c3"]  # b2 was least recently used
-    assert memory.recall("sardines", k=1, namespace="b2")  # rebuilt on demand
-
-
-# ---------------------------------------------------------------- freshness across workers
-
-
-def _worker(path: Path, refresh: float = 0.0) -> RaMem:
-    store = ChromaStore.persistent(path, HashEmbedder())
-    return RaMem(store, counter=WordCounter(), refresh_seconds=refresh)
-
-
-def test_another_workers_delete_and_edit_are_seen_even_when_the_count_is_unchanged(
-    tmp_path: Path,
-) -> None:
-    reader, writer = _worker(tmp_path / "db"), _worker(tmp_path / "db")
-    writer.add_conversation(two_trips())
-    query = "grilled sardines by the river"
-    assert "S2:1" in {e.unit.source_ids[0] for e in reader.recall(query, k=6)}  # cached now
-    [gone] = [u for u in writer.store.get("default") if u.source_ids == ("S2:1",)]
-    assert writer.delete(unit_ids=[gone.id]) == 1
-    assert "S2:1" not in {e.unit.source_ids[0] for e in reader.recall(query, k=6)}
-    writer.add_turn("Ben", "We watched a film.", at=datetime(2023, 9, 1))  # count is 6 again
-    assert reader.count() == 6
-    assert "S2:1" not in {e.unit.source_ids[0] for e in reader.recall(query, k=7)}
-    [edited] = [u for u in writer.store.get("default") if u.source_ids == ("S3:1",)]
-    vector = writer.embedder.embed(["Ben: On my trip we ate octopus."])
-    writer.store.upsert(
-        "default", [replace(edited, content="Ben: On my trip we ate octopus.")], vector
-    )
-    contents = {e.unit.content for e in reader.recall("octopus trip", k=7)}
-    assert "Ben: On my trip we ate octopus." in contents
-    assert edited.content not in contents
-
-
-def test_a_foreign_write_is_not_hidden_by_this_workers_own_write(tmp_path: Path) -> None:
-    # a long refresh interval: only the version check on this worker's own write can tell
-    mine, theirs = _worker(tmp_path / "db", refresh=3600), _worker(tmp_path / "db")
-    mine.add_turn("user", "I like tea.", at=datetime(2023, 9, 1, 10, 0))
-    mine.recall("tea", k=3)  # cached
-    theirs.add_turn("user", "I adopted a zebra.", at=datetime(2023, 9, 1, 10, 1))
-    mine.add_turn("user", "And coffee.", at=datetime(2023, 9, 1, 10, 2))
-    assert "user: I adopted a zebra." in {e.unit.content for e in mine.recall("zebra", k=3)}
-
-
-def test_a_second_process_on_one_directory_is_refused_at_open(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    script = (
-        "import sys\n"
-        "from ramem_core import RaMem, StoreError\n"
-        "from ramem_core.testing import HashEmbedder\n"
-        "try:\n"
-        "    RaMem.open(sys.argv[1], embedder=HashEmbedder()).close()\n"
-        "except StoreError as exc:\n"
-        "    print(exc)\n"
-        "    sys.exit(3)\n"
-    )
-
-    def other_process() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-c", script, str(tmp_path / "db")],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    memory = RaMem.open(tmp_path / "db", embedder=HashEmbedder(), counter=WordCounter())
-    memory.add_conversation(two_trips())
-    refused = other_process()
-    assert refused.returncode == 3, refused.stderr
-    assert "open in another process" in refused.stdout
-    assert "chroma run" in refused.stdout
-    same_process = RaMem.open(tmp_path / "db", embedder=HashEmbedder())  # shared, not refused
-    assert same_process.count() == 6
-    same_process.close()
-    memory.close()
-    assert other_process().returncode == 0  # free once this process closed it
 
 
 def test_namespaces_with_different_embedders_share_a_directory(tmp_path: Path) -> None:

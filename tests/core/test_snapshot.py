@@ -1,0 +1,200 @@
+"""Snapshots: a namespace's memories, arrays and index, updated turn by turn as if rebuilt."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from ramem_core import EpisodicContext, MemoryUnit, TimeSpan
+from ramem_core.episodic import EpisodicKeys
+from ramem_core.types import Granularity
+from tests.conftest import unit_at
+
+# ---------------------------------------------------------------- evolving with live turns
+
+
+def _live_units(
+    own_spans: bool = False,
+) -> tuple[list[MemoryUnit], list[tuple[list[MemoryUnit], list[MemoryUnit]]]]:
+    """A history, then a live session growing turn by turn. Each step: what the update is
+    given, and every live unit so far. ``own_spans``: as add_turn writes now (the new turn
+    only, spanning the session's start to its own time; the fourth turn arrives late, from the
+    previous month); otherwise the new turn and the earlier ones with the grown span."""
+    from dataclasses import replace
+
+    from ramem_core import RuleAnchorer
+    from tests.conftest import two_trips
+
+    history = RuleAnchorer().anchor(two_trips())
+    texts = [
+        "user: I started a pottery class downtown.",
+        "assistant: How was the first evening?",
+        "user: Wonderful, I made a small bowl and a sardine plate.",
+        "assistant: Will you go back next week?",
+        "user: Yes, and my doctor said the hobby helps my blood pressure.",
+    ]
+    start = datetime(2023, 9, 1, 10, 0)
+    steps: list[tuple[list[MemoryUnit], list[MemoryUnit]]] = []
+    live: list[MemoryUnit] = []
+    first = start
+    for i, text in enumerate(texts):
+        at = datetime(2023, 8, 31, 23, 50) if own_spans and i == 3 else start.replace(minute=i)
+        first = min(first, at)
+        span = TimeSpan(first if own_spans else start, at, Granularity.INSTANT)
+        if not own_spans:
+            live = [replace(u, context=replace(u.context, session_span=span)) for u in live]
+        unit = MemoryUnit(
+            f"live-{i}",
+            text,
+            EpisodicContext(
+                "L",
+                "friends",
+                span,
+                speaker=text.split(":")[0],
+                turn_index=i,
+                participants=(text.split(":")[0],),
+            ),
+        )
+        live = [*live, unit]
+        steps.append(([unit] if own_spans else list(live), list(live)))
+    return history, steps
+
+
+def _by_id(snapshot, values) -> dict[str, float]:
+    return {u.id: float(v) for u, v in zip(snapshot.units, values, strict=True)}
+
+
+@pytest.mark.parametrize("reload", [False, True], ids=["in-memory", "reloaded"])
+@pytest.mark.parametrize("patch_limit", [512, 1], ids=["patched", "rewritten"])
+@pytest.mark.parametrize("own_spans", [False, True], ids=["whole-session", "own-spans"])
+def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
+    own_spans: bool, patch_limit: int, reload: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``reload``: every version goes through a snapshot file's form (pickled and loaded)
+    before it is updated, as after a restart: columnar units and postings must evolve alike."""
+    import pickle
+
+    from ramem_core import episodic as index
+    from ramem_core.retrieval import RetrievalConfig, Retriever
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    monkeypatch.setattr(index, "DENSE_PATCH_LIMIT", patch_limit)
+
+    embedder = HashEmbedder()
+    history, steps = _live_units(own_spans)
+    keys = EpisodicKeys()
+    versions = [Snapshot(history, embedder.embed([u.content for u in history]), keys)]
+    for step, _ in steps:
+        new = step[-1]
+        if reload:
+            versions[-1] = pickle.loads(pickle.dumps(versions[-1], protocol=5))
+        updated = versions[-1].updated(step, {new.id: embedder.embed([new.content])[0]})
+        assert updated is not None  # an append: no rebuild
+        versions.append(updated)
+    retriever = Retriever.__new__(Retriever)
+    retriever.config = RetrievalConfig()
+    queries = [
+        "pottery bowl",
+        "blood pressure doctor",
+        "grilled sardines river",
+        "next week",
+        "what happened in august",  # the session's date words (a late turn moves its month)
+        "september 2023",
+        "what did the user say about pottery",  # names a speaker: the speaker bonus
+    ]
+    # every version, queried only now, still answers for its own units (copy on write)
+    totals = [history, *(history + so_far for _, so_far in steps)]
+    for version, units in zip(versions, totals, strict=True):
+        fresh = Snapshot(units, embedder.embed([u.content for u in units]), keys)
+        for q in queries:
+            vector = embedder.embed([q])[0]
+            for part in (
+                lambda s, q=q: s.index.lexical_scores(q),
+                lambda s, v=vector: s.index.dense_scores(v),
+                lambda s, q=q: s.index.session_scores(q)[s.index.session_of],
+                lambda s, q=q, v=vector: retriever.rank(s, q, v, speakers=("user",)).fused,
+            ):
+                got, want = _by_id(version, part(version)), _by_id(fresh, part(fresh))
+                assert got.keys() == want.keys()
+                np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)
+        for spans in ("session", "event"):
+            for field in ("known", "start", "end"):
+                got = _by_id(version, getattr(getattr(version, spans), field))
+                want = _by_id(fresh, getattr(getattr(fresh, spans), field))
+                assert got == want, f"{spans}.{field}"
+        assert _by_id(version, version.timed) == _by_id(fresh, fresh.timed)
+        assert any(fresh.timed)
+        assert version.time_range == fresh.time_range
+        assert version.last_session_end == fresh.last_session_end
+        assert version.names == fresh.names
+        assert version.ubiquitous == fresh.ubiquitous
+        assert [version.unit(i).context.session_span for i in range(len(version))] == [
+            fresh.unit(fresh.position[u.id]).context.session_span for u in version.units
+        ]
+        order = [fresh.position[u.id] for u in version.units]
+        np.testing.assert_array_equal(version.involving("user"), fresh.involving("user")[order])
+
+
+def test_an_edited_content_is_not_an_update() -> None:
+    from dataclasses import replace
+
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    history, _ = _live_units()
+    snap = Snapshot(history, HashEmbedder().embed([u.content for u in history]))
+    edited = replace(history[0], content="Alice: something else entirely")
+    assert snap.updated([edited], {}) is None  # the caller rebuilds
+
+
+def test_a_live_turn_changes_the_dense_window_of_the_last_turn_only() -> None:
+    """A live session's update keeps apart only the rows whose window changed (the former
+    last turn), not every row of the session, so the update costs its turn."""
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    embedder = HashEmbedder()
+    units = [unit_at(f"t{i}", "L", i, f"Ann: turn {i} about pottery") for i in range(12)]
+    snap = Snapshot(units[:10], embedder.embed([u.content for u in units[:10]]))
+    for step, unit in enumerate(units[10:], start=1):
+        updated = snap.updated([unit], {unit.id: embedder.embed([unit.content])[0]})
+        assert updated is not None
+        snap = updated
+        assert set(snap.index._patch) == {snap.position[f"t{9 + i}"] for i in range(step)}
+
+
+def test_two_updates_of_one_snapshot_never_share_their_new_rows() -> None:
+    from dataclasses import replace
+
+    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    embedder = HashEmbedder()
+    history, steps = _live_units(own_spans=True)
+    start = Snapshot(history, embedder.embed([u.content for u in history]))
+    zeroth = steps[0][0][0]
+    base = start.updated([zeroth], {zeroth.id: embedder.embed([zeroth.content])[0]})
+    assert base is not None  # grown once: its buffers have spare rows now
+    history = [*history, zeroth]
+    first_unit = steps[1][0][0]
+    other_unit = replace(first_unit, id="other", content="user: I sold my old bicycle.")
+    first = base.updated([first_unit], {first_unit.id: embedder.embed([first_unit.content])[0]})
+    other = base.updated([other_unit], {"other": embedder.embed([other_unit.content])[0]})
+    assert first is not None
+    assert other is not None
+    assert first.vectors is not None
+    assert other.vectors is not None
+    np.testing.assert_allclose(first.vectors[-1], embedder.embed([first_unit.content])[0])
+    np.testing.assert_allclose(other.vectors[-1], embedder.embed([other_unit.content])[0])
+    query = embedder.embed(["pottery class downtown"])[0]
+    fresh = Snapshot(
+        [*history, first_unit], embedder.embed([*(u.content for u in history), first_unit.content])
+    )
+    np.testing.assert_allclose(
+        first.index.dense_scores(query), fresh.index.dense_scores(query), rtol=1e-5
+    )
+    assert base.vectors is not None
+    assert len(base.vectors) == len(history)
