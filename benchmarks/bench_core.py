@@ -40,7 +40,7 @@ from ramem_core import (  # noqa: E402
     Session,
     Turn,
 )
-from ramem_core.embedding import MiniLMEmbedder  # noqa: E402
+from ramem_core.embedding import MiniLMEmbedder, RecentQueries  # noqa: E402
 from ramem_core.evaluation import metrics  # noqa: E402
 from ramem_core.loaders import load_conversations  # noqa: E402
 from ramem_core.retrieval import CONTENT_ONLY  # noqa: E402
@@ -184,18 +184,19 @@ def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> d
         build_s = time.perf_counter() - t0
         content = RaMem(memory.store, config=CONTENT_ONLY, namespace="bench")
         t1 = time.perf_counter()
-        memory.retriever.snapshot("bench")  # episodic index + arrays + vectors, from Chroma
+        memory.snapshots.get("bench")  # episodic index + arrays + vectors, from Chroma
         snapshot_s = time.perf_counter() - t1
         t1 = time.perf_counter()
-        content.retriever.snapshot("bench")
+        content.snapshots.get("bench")
         content_snapshot_s = time.perf_counter() - t1
         grounded = sum(memory.frame(q).is_grounded for q in texts)
         for q in warmup:  # warm every path
             memory.recall(q, k=k)
             content.recall(q, k=k)
-        memory.retriever.forget_queries()  # frame() above embedded the relation questions
-        content.retriever.forget_queries()
+        memory.retriever.embedder.forget()  # frame() above embedded the relation questions
+        content.retriever.embedder.forget()
         ramem_ms, content_ms, chroma_ms = [], [], []
+        assert isinstance(memory.store, ChromaStore)
         collection = memory.store.collection("bench")
         for q in texts:  # interleaved so all see the same machine state
             t = time.perf_counter()
@@ -212,9 +213,9 @@ def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> d
         # (its default) and without (RaMem's default), new to the memory each time
         spin_ms, quiet_ms = [], []
         for spin, times in ((True, spin_ms), (False, quiet_ms)):
-            memory.retriever.embedder = MiniLMEmbedder(spin=spin)
-            memory.retriever.embed(["warm up the model"])
-            memory.retriever.forget_queries()
+            memory.retriever.embedder = RecentQueries(MiniLMEmbedder(spin=spin))
+            memory.retriever.embedder.embed(["warm up the model"])
+            memory.retriever.embedder.forget()
             for q in texts:
                 t = time.perf_counter()
                 memory.recall(q, k=k)

@@ -81,6 +81,7 @@ def bare_upserts(memory: RaMem, embedder: MiniLMEmbedder, count: int) -> list[fl
     """``count`` bare Chroma upserts of one record each (text, vector, a little metadata)
     into a scratch collection of the same directory: the floor of any durable write. Timed
     after the turns, not interleaved with them (Chroma's log work would disturb both)."""
+    assert isinstance(memory.store, ChromaStore)
     client = memory.store.client
     scratch = client.get_or_create_collection(
         "bench-scratch", embedding_function=None, metadata={"hnsw:space": "cosine"}
@@ -157,10 +158,7 @@ def bench_long_session(turns: int, embedder: MiniLMEmbedder) -> dict[str, Any]:
             at = START + timedelta(seconds=20 * i)
             memory.add_turn("user", f"message {i}: the weather", at=at, conversation_id="long")
         late, late_embed = timed_turns(memory, embedder, middle, turns - middle, "long")
-        sessions = {
-            u.context.session_id
-            for u in memory.store.get("bench", where={"conversation_id": "long"})
-        }
+        sessions = {u.context.session_id for u in memory.store.get("bench", conversation_id="long")}
         memory.store.close()
     assert len(sessions) == 1, sessions
     return {
@@ -187,24 +185,22 @@ def bench_idle_namespaces(embedder: MiniLMEmbedder, count: int, size: int) -> di
             store.upsert(f"user-{i}", units, vectors)
         # the bounded cache first: memory the unbounded one frees would be reused otherwise
         for label, bound in (("default_bound", None), ("unbounded", count + 1)):
-            memory = RaMem(store)
-            if bound is not None:
-                memory.retriever.max_snapshots = bound
+            memory = RaMem(store) if bound is None else RaMem(store, max_snapshots=bound)
             tracemalloc.start()  # bytes held, exactly; RSS can hide them in reused memory
             before, held_before = rss_mb(), tracemalloc.get_traced_memory()[0]
             for i in range(count):
                 memory.recall("What did Alice say about the garden?", k=5, namespace=f"user-{i}")
             after, held_after = rss_mb(), tracemalloc.get_traced_memory()[0]
             tracemalloc.stop()
-            cached = max(len(memory.retriever._snapshots), 1)
+            cached = max(len(memory.snapshots.cached), 1)
             out[label] = {
-                "cached_namespaces": len(memory.retriever._snapshots),
+                "cached_namespaces": len(memory.snapshots.cached),
                 "rss_growth_mb": after - before,
                 "rss_per_cached_namespace_mb": (after - before) / cached,
                 "held_mb": (held_after - held_before) / 2**20,
                 "held_per_cached_namespace_mb": (held_after - held_before) / 2**20 / cached,
             }
-            memory.retriever.invalidate()
+            memory.snapshots.invalidate()
         store.close()
     return out
 
@@ -239,7 +235,7 @@ def bench_threads(embedder: MiniLMEmbedder, size: int, threads: int) -> dict[str
                     latencies.extend(mine)
 
             pool = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
-            memory.retriever.forget_queries()  # the runs share questions: none is cached
+            memory.retriever.embedder.forget()  # type: ignore[attr-defined]  # none is cached
             t = time.perf_counter()
             for thread in pool:
                 thread.start()
