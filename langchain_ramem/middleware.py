@@ -9,7 +9,6 @@ another's; without one, the middleware refuses to guess unless a default namespa
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +24,8 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from ramem_core import DEFAULT_K, InvalidInputError, RaMem
-from ramem_core.synthesis import system_context
+from ramem_core.synthesis import ContextBlock, system_context
+from ramem_core.types import utc_now
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,11 @@ class RaMemMiddleware(AgentMiddleware):
         namespace_key: the context or configurable key naming the user.
         default_namespace: the namespace when a run names none (``None``: refuse).
         record: record each exchange after the agent's turn.
-        with_tool: also give the agent the ``recall_memory`` tool.
-        clock: the time recorded with each exchange.
+        with_tool: also give the agent the ``recall_memory`` tool (off by default: a tool
+            needs a model that supports tool calling, ``bind_tools``, and the memories are
+            injected anyway).
+        clock: the time recorded with each exchange: naive UTC now by default, as every time
+            RaMem stores.
     """
 
     def __init__(
@@ -122,8 +125,8 @@ class RaMemMiddleware(AgentMiddleware):
         namespace_key: str = "user_id",
         default_namespace: str | None = None,
         record: bool = True,
-        with_tool: bool = True,
-        clock: Callable[[], datetime] = datetime.now,
+        with_tool: bool = False,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         super().__init__()
         self.memory = memory
@@ -148,14 +151,16 @@ class RaMemMiddleware(AgentMiddleware):
             context, _current_config(), self.namespace_key, self.default_namespace
         )
 
-    def _with_memories(self, request: ModelRequest) -> ModelRequest:
+    def _query(self, request: ModelRequest) -> tuple[str, str] | None:
+        """The latest user message and the run's namespace, or ``None`` (nothing to recall)."""
         human = _last_human(request.messages)
         if human is None or not human.text.strip():
-            return request
+            return None
         namespace = self._namespace(request.runtime.context if request.runtime else None)
-        block = self.memory.situate(
-            human.text, k=self.k, namespace=namespace, max_tokens=self.max_tokens
-        )
+        return human.text, namespace
+
+    @staticmethod
+    def _inject(request: ModelRequest, block: ContextBlock) -> ModelRequest:
         section = system_context(block)
         if not section:
             return request
@@ -167,16 +172,28 @@ class RaMemMiddleware(AgentMiddleware):
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
         """Add the recalled memories to this model call's system message."""
-        return handler(self._with_memories(request))
+        asked = self._query(request)
+        if asked is not None:
+            block = self.memory.situate(
+                asked[0], k=self.k, namespace=asked[1], max_tokens=self.max_tokens
+            )
+            request = self._inject(request, block)
+        return handler(request)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         """Async form of :meth:`wrap_model_call` (recall runs in a worker thread)."""
-        return await handler(await asyncio.to_thread(self._with_memories, request))
+        asked = self._query(request)
+        if asked is not None:
+            block = await self.memory.asituate(
+                asked[0], k=self.k, namespace=asked[1], max_tokens=self.max_tokens
+            )
+            request = self._inject(request, block)
+        return await handler(request)
 
-    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Record the latest user message and the agent's final answer."""
+    def _exchange(self, state: Any, runtime: Any) -> tuple[str, str, str] | None:
+        """The latest user message, the agent's final answer and the namespace, or ``None``."""
         if not self.record:
             return None
         messages: list[AnyMessage] = state["messages"]
@@ -184,11 +201,20 @@ class RaMemMiddleware(AgentMiddleware):
         if human is None:
             return None
         reply = messages[-1].text if messages and messages[-1] is not human else ""
-        self.memory.add_exchange(
-            human.text, reply, at=self.clock(), namespace=self._namespace(runtime.context)
-        )
+        return human.text, reply, self._namespace(runtime.context)
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Record the latest user message and the agent's final answer."""
+        exchange = self._exchange(state, runtime)
+        if exchange is not None:
+            user, reply, namespace = exchange
+            self.memory.add_exchange(user, reply, at=self.clock(), namespace=namespace)
         return None
 
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Async form of :meth:`after_agent`."""
-        return await asyncio.to_thread(self.after_agent, state, runtime)
+        """Async form of :meth:`after_agent` (the write runs in a worker thread)."""
+        exchange = self._exchange(state, runtime)
+        if exchange is not None:
+            user, reply, namespace = exchange
+            await self.memory.aadd_exchange(user, reply, at=self.clock(), namespace=namespace)
+        return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from typing import Any, Literal
 
@@ -66,10 +65,7 @@ class RaMemRetriever(BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        # recall is CPU work plus local I/O: keep the event loop free
-        return await asyncio.to_thread(
-            self._get_relevant_documents,
-            query,
-            run_manager=run_manager.get_sync(),
-            **kwargs,
+        evidence = await self.memory.arecall(  # in a worker thread: the loop stays free
+            query, kwargs.get("k", self.k), at=kwargs.get("at", self.at), namespace=self.namespace
         )
+        return [evidence_to_document(e, self.page_content) for e in evidence]

@@ -17,6 +17,7 @@ from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field
 
 from ramem_core import DEFAULT_K, RaMem
+from ramem_core.types import utc_now
 
 
 class RaMemMemoryBlock(BaseMemoryBlock[str]):
@@ -33,7 +34,8 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
     """The speaker name stored for user messages (e.g. the user's real name)."""
     assistant_name: str = "assistant"
     """The speaker name stored for assistant messages."""
-    clock: Callable[[], datetime] = Field(default=datetime.now)
+    clock: Callable[[], datetime] = Field(default=utc_now)
+    """The time stored with each message: naive UTC, as every time RaMem stores."""
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = next(
@@ -46,12 +48,9 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
         )
         if query is None:
             return ""
-        block = await asyncio.to_thread(
-            self.memory.situate,
-            query,
-            k=self.k,
-            namespace=self.namespace,
-            max_tokens=self.max_tokens,
+        # LlamaIndex wraps every block in <memory>...</memory>: RaMem's items take another name
+        block = await self.memory.asituate(
+            query, k=self.k, namespace=self.namespace, max_tokens=self.max_tokens, tag="evidence"
         )
         return block.text
 

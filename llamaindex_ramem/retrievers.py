@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -13,10 +13,26 @@ from ramem_core import DEFAULT_K, Evidence, RaMem
 from ramem_core.synthesis import evidence_metadata, quote, render
 
 
+def relevance(evidence: Evidence) -> float:
+    """The evidence's content score (RaMem's fused ranking score without the step that moves
+    frame-consistent memories ahead)."""
+    return evidence.score - (1.0 if evidence.contextual else 0.0)
+
+
 def evidence_to_node(
-    evidence: Evidence, text: Literal["situated", "content"] = "situated"
+    evidence: Evidence,
+    text: Literal["situated", "content"] = "situated",
+    *,
+    best: float | None = None,
 ) -> NodeWithScore:
-    """One piece of evidence as a scored ``TextNode`` with flat episodic metadata."""
+    """One piece of evidence as a scored ``TextNode`` with flat episodic metadata.
+
+    The node's score is on a 0-1 scale: the evidence's content relevance over ``best``, the
+    highest relevance among the evidence returned with it (1.0 for the best match), so
+    ``SimilarityPostprocessor(similarity_cutoff=0.5)`` keeps the memories at least half as
+    relevant as the best one. Nodes stay in RaMem's order (valid first), so scores need not
+    fall with rank. RaMem's own score is in ``metadata["score"]``. Without ``best``, the
+    node's score is RaMem's own."""
     # bare content is quoted too: a memory must not be able to close a tag in the prompt
     content = quote(evidence.unit.content)
     body = render(evidence, evidence.rank) if text == "situated" else content
@@ -29,7 +45,16 @@ def evidence_to_node(
         excluded_llm_metadata_keys=list(metadata),
         excluded_embed_metadata_keys=list(metadata),
     )
-    return NodeWithScore(node=node, score=evidence.score)
+    if best is None or best <= 0:
+        return NodeWithScore(node=node, score=evidence.score)
+    return NodeWithScore(node=node, score=min(1.0, max(0.0, relevance(evidence) / best)))
+
+
+def _nodes(
+    evidence: Sequence[Evidence], text: Literal["situated", "content"]
+) -> list[NodeWithScore]:
+    best = max((relevance(e) for e in evidence), default=0.0)
+    return [evidence_to_node(e, text, best=best) for e in evidence]
 
 
 class RaMemRetriever(BaseRetriever):
@@ -68,7 +93,10 @@ class RaMemRetriever(BaseRetriever):
         evidence = self.memory.recall(
             query_bundle.query_str, self.k, at=self.at, namespace=self.namespace
         )
-        return [evidence_to_node(e, self.text) for e in evidence]
+        return _nodes(evidence, self.text)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return await asyncio.to_thread(self._retrieve, query_bundle)
+        evidence = await self.memory.arecall(  # in a worker thread: the loop stays free
+            query_bundle.query_str, self.k, at=self.at, namespace=self.namespace
+        )
+        return _nodes(evidence, self.text)

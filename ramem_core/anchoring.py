@@ -102,7 +102,7 @@ def restate(turn: Turn) -> str:
     """The turn as a self-contained statement: speaker named, image caption kept."""
     text = " ".join(turn.text.split())
     if turn.image_caption:
-        caption = turn.image_caption.strip()
+        caption = " ".join(turn.image_caption.split())  # one line, as the text
         if not re.match(r"^(a|an)\s+(photo|picture|image)\b", caption, re.IGNORECASE):
             caption = f"an image: {caption}"
         text = f"{text} [shares {caption}]".strip()

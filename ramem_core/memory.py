@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 import threading
 import uuid
@@ -191,6 +193,7 @@ class RaMem:
         namespace: str = "default",
         session_gap: timedelta = timedelta(hours=1),
         refresh_seconds: float = 1.0,
+        max_snapshots: int = 16,
     ) -> RaMem:
         """Open a memory: a local directory (default :func:`default_path`) or, with ``host``,
         a Chroma server started with ``chroma run``. ``embedder`` defaults to the shipped
@@ -210,6 +213,7 @@ class RaMem:
             namespace=namespace,
             session_gap=session_gap,
             refresh_seconds=refresh_seconds,
+            max_snapshots=max_snapshots,
             owns_store=True,
         )
 
@@ -623,6 +627,7 @@ class RaMem:
         at: datetime | None = None,
         namespace: str | None = None,
         max_tokens: int | None = 1500,
+        tag: str = "memory",
     ) -> ContextBlock:
         """Recall for ``query`` and render the evidence with coordinates, within a budget.
 
@@ -638,7 +643,8 @@ class RaMem:
             query = query[-MAX_QUERY_CHARS:]
         ns = self._ns(namespace)
         if self.store.has_namespace(ns) and len(self.snapshots.get(ns)):
-            return self.format(self.recall(query, k=k, at=at, namespace=ns), max_tokens=max_tokens)
+            found = self.recall(query, k=k, at=at, namespace=ns)
+            return self.format(found, max_tokens=max_tokens, tag=tag)
         check_query(query)
         return ContextBlock("", (), (), 0)
 
@@ -670,15 +676,94 @@ class RaMem:
                 )
         return units
 
+    # ------------------------------------------------------------------ async
+
+    async def arecall(
+        self,
+        query: str,
+        k: int = DEFAULT_K,
+        *,
+        at: datetime | None = None,
+        namespace: str | None = None,
+    ) -> Recall:
+        """:meth:`recall` in a worker thread: the event loop is never blocked by it."""
+        call = functools.partial(self.recall, query, k, at=at, namespace=namespace)
+        return await asyncio.to_thread(call)
+
+    async def asituate(
+        self,
+        query: str,
+        *,
+        k: int = DEFAULT_K,
+        at: datetime | None = None,
+        namespace: str | None = None,
+        max_tokens: int | None = 1500,
+        tag: str = "memory",
+    ) -> ContextBlock:
+        """:meth:`situate` in a worker thread."""
+        call = functools.partial(
+            self.situate, query, k=k, at=at, namespace=namespace, max_tokens=max_tokens, tag=tag
+        )
+        return await asyncio.to_thread(call)
+
+    async def aadd_turn(
+        self,
+        speaker: str,
+        text: str,
+        *,
+        at: datetime,
+        conversation_id: str = "live",
+        namespace: str | None = None,
+        image_caption: str | None = None,
+        new_session: bool = False,
+    ) -> MemoryUnit:
+        """:meth:`add_turn` in a worker thread."""
+        call = functools.partial(
+            self.add_turn,
+            speaker,
+            text,
+            at=at,
+            conversation_id=conversation_id,
+            namespace=namespace,
+            image_caption=image_caption,
+            new_session=new_session,
+        )
+        return await asyncio.to_thread(call)
+
+    async def aadd_exchange(
+        self,
+        user_text: str,
+        reply_text: str,
+        *,
+        at: datetime,
+        user: str = "user",
+        assistant: str = "assistant",
+        conversation_id: str = "live",
+        namespace: str | None = None,
+    ) -> list[MemoryUnit]:
+        """:meth:`add_exchange` in a worker thread."""
+        call = functools.partial(
+            self.add_exchange,
+            user_text,
+            reply_text,
+            at=at,
+            user=user,
+            assistant=assistant,
+            conversation_id=conversation_id,
+            namespace=namespace,
+        )
+        return await asyncio.to_thread(call)
+
     def format(
         self,
         evidence: Sequence[Evidence],
         *,
         max_tokens: int | None = None,
         with_context: bool = True,
+        tag: str = "memory",
     ) -> ContextBlock:
         """Stage 4: render evidence (a :class:`Recall` or a list of :class:`Evidence`) with
-        its coordinates, cut to ``max_tokens``.
+        its coordinates, cut to ``max_tokens`` (``tag`` names each memory's element).
 
         Raises:
             InvalidInputError: ``evidence`` is not a sequence of :class:`Evidence`.
@@ -696,6 +781,7 @@ class RaMem:
             max_tokens,
             with_context=with_context,
             session_context=self.retriever.config.session_context,
+            tag=tag,
         )
 
     def answer(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ramem_core.errors import reply_text
+from ramem_core.errors import InvalidInputError, reply_text
 from ramem_core.prompts import ANSWER_PROMPT, CONTEXT_PROMPT
 from ramem_core.protocols import LLM, TokenCounter
 from ramem_core.temporal import describe
@@ -30,6 +30,9 @@ _HIDDEN = re.compile(
     "\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]"
 )
 """Controls but tab and newline, zero-width, bidi and other invisible format characters."""
+
+
+_TAG = re.compile(r"[a-z][a-z0-9_-]{0,30}")
 
 
 def quote(text: str, *, one_line: bool = False) -> str:
@@ -73,17 +76,29 @@ def coordinates(unit: MemoryUnit, *, session_context: bool = True) -> dict[str, 
 
 
 def render(
-    evidence: Evidence, number: int, *, with_context: bool = True, session_context: bool = True
+    evidence: Evidence,
+    number: int,
+    *,
+    with_context: bool = True,
+    session_context: bool = True,
+    tag: str = "memory",
 ) -> str:
-    """One memory as the generator sees it; ``with_context=False`` gives plain text only."""
+    """One memory as the generator sees it; ``with_context=False`` gives plain text only.
+
+    The memory is data on one line: nothing in it (a caption's line break, an echoed tag)
+    can start a line of its own or close the tag. ``tag`` names the element (a framework that
+    wraps the block in its own ``<memory>`` gets another name, so tags never nest)."""
+    if not _TAG.fullmatch(tag):
+        msg = f"tag must be a lower-case element name, got {tag!r}"
+        raise InvalidInputError(msg)
     if not with_context:
-        return f"- {quote(evidence.unit.content)}"
+        return f"- {quote(evidence.unit.content, one_line=True)}"
     attrs = " ".join(
         f'{k}="{quote(v, one_line=True)}"'
         for k, v in coordinates(evidence.unit, session_context=session_context).items()
     )
-    body = quote(resolved_content(evidence.unit))
-    return f'<memory n="{number}" {attrs}>\n{body}\n</memory>'
+    body = quote(resolved_content(evidence.unit), one_line=True)
+    return f'<{tag} n="{number}" {attrs}>\n{body}\n</{tag}>'
 
 
 Scalar = str | int | float | bool
@@ -107,7 +122,7 @@ def evidence_metadata(evidence: Evidence) -> dict[str, Scalar]:
         "speaker": ctx.speaker,
         "participants": "; ".join(ctx.participants),
         "topic": ctx.topic,
-        "content": unit.content,
+        "content": quote(unit.content, one_line=True),  # data, as in the rendering
     }
     if evidence.dense_score is not None:
         meta["dense_score"] = evidence.dense_score
@@ -149,15 +164,21 @@ def fit_budget(
     *,
     with_context: bool = True,
     session_context: bool = True,
+    tag: str = "memory",
 ) -> ContextBlock:
-    """Render ``evidence`` in rank order until ``max_tokens`` would be exceeded."""
+    """Render ``evidence`` in rank order until ``max_tokens`` would be exceeded (``tag``: see
+    :func:`render`)."""
     parts: list[str] = []
     included: list[Evidence] = []
     omitted: list[Evidence] = []
     used = 0
     for item in evidence:
         text = render(
-            item, len(included) + 1, with_context=with_context, session_context=session_context
+            item,
+            len(included) + 1,
+            with_context=with_context,
+            session_context=session_context,
+            tag=tag,
         )
         cost = counter.count(text) + (1 if parts else 0)
         if omitted or (max_tokens is not None and used + cost > max_tokens):

@@ -45,6 +45,12 @@ def to_epoch(moment: datetime) -> int:
     return int(moment.replace(tzinfo=timezone.utc).timestamp())
 
 
+def utc_now() -> datetime:
+    """The wall clock as RaMem stores times: naive UTC (for recording live messages only;
+    recall never reads the wall clock)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
 def from_epoch(seconds: int) -> datetime:
     """The naive datetime for epoch seconds read as UTC."""
     return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None)
@@ -243,6 +249,25 @@ class RecallFrame:
     def is_grounded(self) -> bool:
         """True when the frame has at least one reliable constraint."""
         return bool(self.grounded_times or self.participants)
+
+    def __str__(self) -> str:
+        """The frame as a person reads it: the need, each time and whether it is used."""
+        lines = [f"need: {self.need}"]
+        if self.now is not None:
+            lines.append(f"now: {self.now:%Y-%m-%d %H:%M}")
+        for t in self.times:
+            window = f"{t.window.start:%Y-%m-%d} to {t.window.end:%Y-%m-%d}" if t.window else "-"
+            used = "grounded" if t.grounded else "not used"
+            lines.append(f"time: {t.text!r} -> {window} ({used}: {t.reason})")
+        if self.participants:
+            lines.append(f"participants: {', '.join(self.participants)}")
+        if self.speakers:
+            lines.append(f"names who speaks: {', '.join(self.speakers)}")
+        if self.asks_when:
+            lines.append("asks when: memories that say when rank higher")
+        if not self.is_grounded:
+            lines.append("no grounded condition: content retrieval only")
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True)

@@ -591,3 +591,31 @@ def test_a_pasted_document_is_stored_whole_and_found(memory: RaMem) -> None:
     top = memory.recall("Who agreed to repaint the balcony railing?", k=1)[0]
     assert "repaint the balcony railing" in top.unit.content
     assert top.unit.source_ids == first.source_ids
+
+
+async def test_the_async_api_runs_off_the_event_loop(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    loop_thread = threading.get_ident()
+    seen: dict[str, int] = {}
+    for name in ("recall", "situate", "add_turn", "add_exchange"):
+        method = getattr(memory, name)
+
+        def spy(*args: Any, _name: str = name, _method: Any = method, **kwargs: Any) -> Any:
+            seen[_name] = threading.get_ident()
+            return _method(*args, **kwargs)
+
+        monkeypatch.setattr(memory, name, spy)
+    at = datetime(2023, 5, 1, 9, 0)
+    unit = await memory.aadd_turn("Ann", "I adopted a cat named Biscuit.", at=at)
+    pair = await memory.aadd_exchange("What is my cat called?", "Biscuit.", at=at)
+    found = await memory.arecall("What is the cat called?", k=3)
+    block = await memory.asituate("What is the cat called?", k=3)
+    assert unit.content == "Ann: I adopted a cat named Biscuit."
+    assert len(pair) == 2
+    assert unit.id in {e.unit.id for e in found}
+    assert "Biscuit" in block.text
+    assert set(seen) == {"recall", "situate", "add_turn", "add_exchange"}
+    assert loop_thread not in set(seen.values())  # every call ran in a worker thread

@@ -136,7 +136,7 @@ def test_agent_can_call_the_recall_tool(memory: RaMem) -> None:
         ],
     )
     model = ScriptedChatModel(replies=[call, "Your blood pressure was too high."])
-    middleware = RaMemMiddleware(memory, k=1, record=False)
+    middleware = RaMemMiddleware(memory, k=1, record=False, with_tool=True)
     agent = create_agent(model, middleware=[middleware], context_schema=MemoryContext)  # type: ignore[misc]
     result = agent.invoke(
         {"messages": [("user", "What did my doctor say?")]}, context=MemoryContext("ben")
@@ -217,3 +217,31 @@ def test_the_readme_agent_snippet_works_as_written(memory: RaMem, tmp_path) -> N
     [sent] = model.calls
     assert "<memory" in sent[0].text  # the model saw Alice's memories
     assert memory.count(namespace="alice") > 0
+
+
+def test_the_middleware_adds_no_tool_unless_asked_and_records_in_utc(memory: RaMem) -> None:
+    """A model without tool calling (LangChain's GenericFakeChatModel) runs the agent as is:
+    the recall tool is off by default; recorded times are naive UTC."""
+    from datetime import timezone
+    from itertools import cycle
+
+    from langchain.agents import create_agent
+    from langchain_core.language_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from langchain_ramem import MemoryContext, RaMemMiddleware
+
+    assert RaMemMiddleware(memory).tools == []
+    model = GenericFakeChatModel(messages=cycle([AIMessage(content="Noted.")]))
+    agent = create_agent(  # type: ignore[misc]  # ContextT not inferred
+        model, middleware=[RaMemMiddleware(memory)], context_schema=MemoryContext
+    )
+    before = datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)  # stored in seconds
+    agent.invoke({"messages": [("user", "I adopted a cat.")]}, context=MemoryContext("ann"))
+    after = datetime.now(timezone.utc).replace(tzinfo=None)
+    stored = memory.store.get("ann")
+    assert {u.content for u in stored} == {"user: I adopted a cat.", "assistant: Noted."}
+    for unit in stored:
+        span = unit.context.session_span
+        assert span is not None
+        assert before <= span.end <= after

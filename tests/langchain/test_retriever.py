@@ -102,7 +102,9 @@ def test_documents_never_carry_a_raw_tag(mode: Any) -> None:
     body = doc.page_content if mode == "content" else doc.page_content.split("\n")[1]
     assert not set(body) & set("<>＜＞\u202e")
     assert "&lt;/memory&gt;" in body
-    assert doc.metadata["content"] == unit.content  # metadata keeps the stored text
+    content = str(doc.metadata["content"])  # what reaches a model through metadata is data too
+    assert not set(content) & set("<>＜＞\u202e")
+    assert "&lt;/memory&gt;" in content
 
 
 def test_the_retriever_reads_its_own_namespace_only(memory: RaMem) -> None:

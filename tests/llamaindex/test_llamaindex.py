@@ -50,16 +50,22 @@ async def test_sync_and_async_agree(memory: RaMem, use_async: bool) -> None:
 
 def test_query_engine_with_mock_llm_and_postprocessor(memory: RaMem) -> None:
     memory.add_conversation(two_trips())
-    retriever = RaMemRetriever(memory, k=4)
-    top_score = retriever.retrieve(QUESTION)[1].score
-    assert top_score is not None
+    memory.add_turn("Ann", "My printer ran out of toner.", at=datetime(2023, 9, 2))
+    retriever = RaMemRetriever(memory, k=7)
+    nodes = retriever.retrieve(QUESTION)
+    scores = [n.score for n in nodes]
+    assert all(s is not None and 0.0 <= s <= 1.0 for s in scores)  # documented 0-1 scale
+    assert max(s for s in scores if s is not None) == 1.0  # the best match
+    assert all(isinstance(n.node.metadata["score"], float) for n in nodes)  # RaMem's own
     engine = RetrieverQueryEngine.from_args(
         retriever,
         llm=MockLLM(),
-        node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=top_score)],
+        node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=0.5)],  # the usual one
     )
     response = engine.query(QueryBundle(QUESTION))
-    assert len(response.source_nodes) == 2  # the postprocessor cut the weaker two
+    kept = [n.node.node_id for n in response.source_nodes]
+    assert kept == [n.node.node_id for n in nodes if n.score is not None and n.score >= 0.5]
+    assert 0 < len(kept) < len(nodes)  # it keeps the relevant ones, drops the toner
     assert response.source_nodes[0].node.metadata["source_ids"] == "S3:1"
     # MockLLM echoes its prompt: the situated memory reached the LLM with its coordinates
     assert 'said="28 August 2023, 21:00"' in str(response)
@@ -96,7 +102,10 @@ async def test_memory_block_stores_flushed_messages_and_recalls(memory: RaMem) -
     text = await block.aget([ChatMessage(role=MessageRole.USER, content="Who bought my bike?")])
     assert "Carol" in text
     messages = await agent_memory.aget()
-    assert any("ramem" in str(m.content) for m in messages)  # the block reached the prompt
+    prompt = "\n".join(str(m.content) for m in messages)
+    assert "<ramem>" in prompt  # the block reached the prompt
+    assert prompt.count("<memory") == prompt.count("</memory>") == 1  # LlamaIndex's own only
+    assert '<evidence n="1"' in prompt  # RaMem's items inside it
 
 
 async def test_memory_block_without_user_message_is_empty(memory: RaMem) -> None:
