@@ -18,6 +18,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from pydantic import ConfigDict, Field
 
 from ramem_core import DEFAULT_K, RaMem
+from ramem_core.types import utc_now
 
 
 def _pick(values: dict[str, Any], key: str | None, skip: set[str], what: str) -> str:
@@ -50,7 +51,7 @@ class RaMemMemory(BaseMemory):
     conversation_id: str = "chain"
     human_prefix: str = "Human"
     ai_prefix: str = "AI"
-    clock: Callable[[], datetime] = Field(default=datetime.now)
+    clock: Callable[[], datetime] = Field(default=utc_now)
     """When an exchange happens: the time recorded with its turns."""
 
     @property

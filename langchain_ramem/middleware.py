@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -108,7 +108,11 @@ class RaMemMiddleware(AgentMiddleware):
         max_tokens: budget of the injected memories.
         namespace_key: the context or configurable key naming the user.
         default_namespace: the namespace when a run names none (``None``: refuse).
-        record: record each exchange after the agent's turn.
+        record: what to record after the agent's turn: ``"exchange"`` (default) the user's
+            message and the agent's answer, the answer as a reply (no event time, echoed
+            memories stripped, never above a memory it restates); ``"user"`` the user's
+            message only; ``"none"`` nothing. ``True`` / ``False`` mean ``"exchange"`` /
+            ``"none"``.
         with_tool: also give the agent the ``recall_memory`` tool (off by default: a tool
             needs a model that supports tool calling, ``bind_tools``, and the memories are
             injected anyway).
@@ -124,7 +128,7 @@ class RaMemMiddleware(AgentMiddleware):
         max_tokens: int | None = 1500,
         namespace_key: str = "user_id",
         default_namespace: str | None = None,
-        record: bool = True,
+        record: Literal["exchange", "user", "none"] | bool = "exchange",
         with_tool: bool = False,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
@@ -134,6 +138,11 @@ class RaMemMiddleware(AgentMiddleware):
         self.max_tokens = max_tokens
         self.namespace_key = namespace_key
         self.default_namespace = default_namespace
+        if record is True or record is False:
+            record = "exchange" if record else "none"
+        if record not in ("exchange", "user", "none"):
+            msg = f"record must be 'exchange', 'user' or 'none', got {record!r}"
+            raise InvalidInputError(msg)
         self.record = record
         self.clock = clock
         self.tools = (
@@ -194,13 +203,15 @@ class RaMemMiddleware(AgentMiddleware):
 
     def _exchange(self, state: Any, runtime: Any) -> tuple[str, str, str] | None:
         """The latest user message, the agent's final answer and the namespace, or ``None``."""
-        if not self.record:
+        if self.record == "none":
             return None
         messages: list[AnyMessage] = state["messages"]
         human = _last_human(messages)
         if human is None:
             return None
         reply = messages[-1].text if messages and messages[-1] is not human else ""
+        if self.record == "user":
+            reply = ""  # add_exchange skips an empty side
         return human.text, reply, self._namespace(runtime.context)
 
     def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:

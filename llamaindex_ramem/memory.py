@@ -16,7 +16,8 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field
 
-from ramem_core import DEFAULT_K, RaMem
+from ramem_core import DEFAULT_K, Kind, RaMem
+from ramem_core.synthesis import strip_echo
 from ramem_core.types import utc_now
 
 
@@ -58,19 +59,22 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
         def store() -> None:
             at = self.clock()
             speakers = {
-                MessageRole.USER: self.user_name,
-                MessageRole.ASSISTANT: self.assistant_name,
+                MessageRole.USER: (self.user_name, None),  # a statement, or a question
+                MessageRole.ASSISTANT: (self.assistant_name, Kind.REPLY),
             }
             for message in messages:
                 text = message.content if isinstance(message.content, str) else None
-                speaker = speakers.get(message.role)
-                if text and text.strip() and speaker is not None:
+                if message.role is MessageRole.ASSISTANT and text:
+                    text = strip_echo(text)  # what the model echoed of its memories
+                who = speakers.get(message.role)
+                if text and text.strip() and who is not None:
                     self.memory.add_turn(
-                        speaker,
+                        who[0],
                         text,
                         at=at,
                         namespace=self.namespace,
                         conversation_id=self.conversation_id,
+                        kind=who[1],
                     )
 
         await asyncio.to_thread(store)

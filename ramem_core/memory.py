@@ -35,13 +35,14 @@ from ramem_core.store.cache import SnapshotCache
 from ramem_core.store.chroma import ChromaStore, check_namespace
 from ramem_core.store.files import SnapshotFiles
 from ramem_core.store.snapshot import SessionState, Snapshot
-from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget
+from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget, strip_echo
 from ramem_core.types import (
     DEFAULT_K,
     Conversation,
     EpisodicContext,
     Evidence,
     Granularity,
+    Kind,
     MemoryUnit,
     Recall,
     RecallFrame,
@@ -385,6 +386,7 @@ class RaMem:
         namespace: str | None = None,
         image_caption: str | None = None,
         new_session: bool = False,
+        kind: Kind | None = None,
     ) -> MemoryUnit:
         """Record one message as it arrives (agents).
 
@@ -396,8 +398,14 @@ class RaMem:
         so a crash between turns never leaves turns that disagree on their session.
 
         Every call stores a new memory with an id of its own, so several writers recording
-        the same conversation never overwrite each other. A message ending in "?" is stored
-        without an event time: asking about August is not an event in August.
+        the same conversation never overwrite each other.
+
+        ``kind`` says what the message is as evidence (:class:`~ramem_core.types.Kind`); by
+        default a message ending in "?" is a question, any other a statement. A question or
+        an assistant's reply is stored without an event time or resolved times (asking about
+        August today is not an event in August; a reply's dates restate memories), and never
+        outranks a statement it restates or asks about. A reply is stored without what it
+        echoed of the memories it was shown (:func:`~ramem_core.synthesis.strip_echo`).
 
         Raises:
             InvalidInputError: ``at`` is not a datetime or lies outside
@@ -421,8 +429,17 @@ class RaMem:
         text = check_text(
             text, f"turn text from {speaker!r}", limit=MAX_TEXT_CHARS, required=not image_caption
         )
+        if kind is not None and not isinstance(kind, Kind):
+            msg = f"kind must be a Kind (statement, question, reply), got {kind!r}"
+            raise InvalidInputError(msg)
+        if kind is Kind.REPLY:
+            text = strip_echo(text)
+            if not visible(text) and not image_caption:
+                msg = f"the reply from {speaker!r} holds nothing but echoed memories"
+                raise InvalidInputError(msg)
         key = uuid.uuid4().hex[:12]  # unique per live message: writers never share an id
-        asked = text.rstrip().endswith("?")
+        kind = kind or (Kind.QUESTION if text.rstrip().endswith("?") else Kind.STATEMENT)
+        derived = kind is not Kind.STATEMENT
         held = self._live_session(ns, conversation_id)
         # anchoring and embedding take most of the time (an LLM anchorer far more): they run
         # outside the lock, on a draft whose session is assigned below
@@ -462,9 +479,11 @@ class RaMem:
                         session_index=index,
                         turn_index=turn,
                         # a question is not an event: "what did the dentist say in August?"
-                        # asked today happened today, and its "August" is a guess, not a time
-                        event_time=None if asked else draft.context.event_time,
-                        mentions=() if asked else draft.context.mentions,
+                        # asked today happened today, and its "August" is a guess, not a time;
+                        # a reply's dates restate the memories it was shown
+                        event_time=None if derived else draft.context.event_time,
+                        mentions=() if derived else draft.context.mentions,
+                        kind=kind,
                     ),
                 )
                 for part, draft in enumerate(drafts)
@@ -659,7 +678,11 @@ class RaMem:
         conversation_id: str = "live",
         namespace: str | None = None,
     ) -> list[MemoryUnit]:
-        """Record one user message and the reply as two live turns (empty sides are skipped)."""
+        """Record one user message and the reply as two live turns (empty sides are skipped).
+
+        The user's message is first-hand (a statement, or a question when it ends in "?"); the
+        reply is stored as a reply (:class:`~ramem_core.types.Kind`): without the memories it
+        echoed, without an event time, and never above a statement it restates."""
         units = []
         # everything is checked before the first write: an exchange is stored whole or not at all
         for speaker, text in ((user, user_text), (assistant, reply_text)):
@@ -667,11 +690,17 @@ class RaMem:
             check_text(text, f"{speaker} text", limit=MAX_TEXT_CHARS, required=False)
         check_moment(at, "at")
         check_id(conversation_id, "conversation_id")
-        for speaker, text in ((user, user_text), (assistant, reply_text)):
+        reply = strip_echo(reply_text) if isinstance(reply_text, str) else reply_text
+        for speaker, text, kind in ((user, user_text, None), (assistant, reply, Kind.REPLY)):
             if visible(text):
                 units.append(
                     self.add_turn(
-                        speaker, text, at=at, conversation_id=conversation_id, namespace=namespace
+                        speaker,
+                        text,
+                        at=at,
+                        conversation_id=conversation_id,
+                        namespace=namespace,
+                        kind=kind,
                     )
                 )
         return units
@@ -716,6 +745,7 @@ class RaMem:
         namespace: str | None = None,
         image_caption: str | None = None,
         new_session: bool = False,
+        kind: Kind | None = None,
     ) -> MemoryUnit:
         """:meth:`add_turn` in a worker thread."""
         call = functools.partial(
@@ -727,6 +757,7 @@ class RaMem:
             namespace=namespace,
             image_caption=image_caption,
             new_session=new_session,
+            kind=kind,
         )
         return await asyncio.to_thread(call)
 

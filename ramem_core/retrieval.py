@@ -67,6 +67,12 @@ class RetrievalConfig:
             memories *below* the relevant pool join the frame-consistent ones ahead: the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window
             cannot fill the list (grid ``window_slots``).
+        derived_last: a question or an assistant's reply (:class:`~ramem_core.types.Kind`)
+            never outranks a statement in the list that it restates or asks about: one whose
+            vector's cosine with its own is at least this; it moves to just after that
+            statement. ``None`` turns it off. Not tuned (bulk-ingested conversations hold
+            statements only); 0.5 keeps a restatement or a question with its source, and
+            leaves a reply about something else where it ranked.
     """
 
     keys: EpisodicKeys = field(default_factory=EpisodicKeys)
@@ -81,6 +87,7 @@ class RetrievalConfig:
     anchor_min_similarity: float = 0.35
     time_weight: float = 0.5
     window_slots: int = 2
+    derived_last: float | None = 0.5
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
@@ -405,14 +412,20 @@ class Retriever:
         first = set(valid)
         chosen = [(row, True) for row in valid]
         chosen += [(row, False) for row in order if row not in first]
+        if cfg.derived_last is not None and snap.vectors is not None:
+            chosen = _after_their_sources(chosen, snap, cfg.derived_last)
         evidence = []
+        ceiling = np.inf
         for rank, (row, contextual) in enumerate(chosen[:k], start=1):
             unit = snap.unit(row)
             lexical = float(ranking.lexical[row]) if ranking.lexical is not None else 0.0
+            # a question or reply moved after its source takes at most the score before it
+            score = min(float(ranking.fused[row]) + (1.0 if contextual else 0.0), ceiling)
+            ceiling = score
             evidence.append(
                 Evidence(
                     unit=unit,
-                    score=float(ranking.fused[row]) + (1.0 if contextual else 0.0),
+                    score=score,
                     rank=rank,
                     dense_score=(
                         float(cosines[row]) if cfg.dense and snap.vectors is not None else None
@@ -423,6 +436,32 @@ class Retriever:
                 )
             )
         return evidence
+
+
+def _after_their_sources(
+    chosen: list[tuple[int, bool]], snap: Snapshot, threshold: float
+) -> list[tuple[int, bool]]:
+    """``chosen`` with each question or reply moved to just after the lowest-placed statement
+    of the list it restates or asks about (cosine at least ``threshold``); everything else
+    keeps its order."""
+    rows = np.asarray([row for row, _ in chosen], dtype=np.int64)
+    derived = snap.derived[rows]
+    if not derived.any() or snap.vectors is None:
+        return chosen
+    vectors = snap.vectors[rows]
+    similar = (vectors[derived] @ vectors.T) >= threshold
+    statements = ~derived
+    keys: list[tuple[int, int, int]] = []
+    d = 0
+    for place in range(len(chosen)):
+        if not derived[place]:
+            keys.append((place, 0, place))
+            continue
+        sources = np.flatnonzero(similar[d] & statements)
+        d += 1
+        below = sources[sources > place]
+        keys.append((int(below.max()) if len(below) else place, 1, place))
+    return [chosen[place] for _, _, place in sorted(keys)]
 
 
 def ranks(scores: Scores, depth: int, *, positive: bool = True) -> npt.NDArray[np.int64]:

@@ -47,6 +47,23 @@ def quote(text: str, *, one_line: bool = False) -> str:
     return " ".join(text.split()) if one_line else text
 
 
+_ECHO_BLOCK = re.compile(
+    r"(?:<|&lt;)(memory|evidence)\b.*?(?:<|&lt;)/\1(?:>|&gt;)", re.DOTALL | re.IGNORECASE
+)
+_ECHO_TAG = re.compile(r"(?:<|&lt;)/?(?:memory|memories|evidence|ramem)\b.*?(?:>|&gt;)", re.I)
+_ECHO_NOTE = re.compile(r"\s*\(= [^()]*\)")
+_ECHO_ATTR = re.compile(r'\b(?:n|said|session|event|who|where)="[^"]*"')
+
+
+def strip_echo(text: str) -> str:
+    """A model's reply without what it echoed of the memories it was shown: whole memory
+    elements, stray memory tags, coordinate attributes and resolved-time notes ("last week
+    (= 4 March 2024 - 10 March 2024)"), which would otherwise be stored as if said again."""
+    for pattern in (_ECHO_BLOCK, _ECHO_TAG, _ECHO_ATTR):
+        text = pattern.sub(" ", text)
+    return " ".join(_ECHO_NOTE.sub("", text).split())
+
+
 def resolved_content(unit: MemoryUnit) -> str:
     """The content with each resolved mention annotated: "yesterday (= 7 May 2023)"."""
     content = unit.content

@@ -17,6 +17,19 @@ DEFAULT_K = 10
 ``situate``, ``answer``, the CLI and the adapters)."""
 
 
+class Kind(str, Enum):
+    """What a memory is as evidence: a first-hand statement, or something derived from one.
+
+    A question ("What did the doctor say?") is not a fact, and an assistant's reply restates
+    memories it was shown: both are kept (so "what did you tell me" works) but never outrank
+    a statement (:attr:`ramem_core.retrieval.RetrievalConfig.derived_last`).
+    """
+
+    STATEMENT = "statement"
+    QUESTION = "question"
+    REPLY = "reply"
+
+
 class Granularity(str, Enum):
     """How precise a time span is: "last week" is a week, "in 2022" a year, not a point."""
 
@@ -156,6 +169,7 @@ class EpisodicContext:
         speaker: who said it.
         session_index: position of the session in its conversation (0-based).
         turn_index: position of the first source turn inside its session (0-based).
+        kind: a first-hand statement, a question or an assistant's reply (see :class:`Kind`).
     """
 
     session_id: str
@@ -170,6 +184,7 @@ class EpisodicContext:
     speaker: str = ""
     session_index: int = 0
     turn_index: int = 0
+    kind: Kind = Kind.STATEMENT
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from typing import Any
 from ramem_core.types import (
     EpisodicContext,
     Granularity,
+    Kind,
     MemoryUnit,
     TimeMention,
     TimeSpan,
@@ -85,6 +86,7 @@ def to_metadata(unit: MemoryUnit) -> dict[str, Any]:
         "location": ctx.location or "",
         "topic": ctx.topic,
         "source_ids": list(unit.source_ids) or [NONE],
+        "kind": ctx.kind.value,
     }
 
 
@@ -111,5 +113,6 @@ def from_record(unit_id: str, document: str, meta: Mapping[str, Any]) -> MemoryU
         speaker=str(meta.get("speaker") or ""),
         session_index=int(meta.get("session_index") or 0),
         turn_index=int(meta.get("turn_index") or 0),
+        kind=Kind(str(meta.get("kind") or Kind.STATEMENT.value)),  # older records: statements
     )
     return MemoryUnit(unit_id, document, context, _list(meta, "source_ids"))

@@ -33,7 +33,7 @@ from ramem_core.types import Version
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3
+FORMAT = 4
 """Raised whenever what a file holds changes shape; older files are then ignored."""
 
 MIN_MEMORIES = 2_000

@@ -33,7 +33,7 @@ from ramem_core.episodic import (
     speaker_names,
 )
 from ramem_core.store.codec import from_record, to_metadata
-from ramem_core.types import Granularity, MemoryUnit, TimeSpan, from_epoch, to_epoch
+from ramem_core.types import Granularity, Kind, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
 Mask = npt.NDArray[np.bool_]
 
@@ -50,6 +50,11 @@ class SpanArrays:
 def _says_when(unit: MemoryUnit) -> bool:
     """True when ``unit`` says when: it has an event time or mentions a time."""
     return unit.context.event_time is not None or bool(unit.context.mentions)
+
+
+def _derived(unit: MemoryUnit) -> bool:
+    """True for a question or an assistant's reply: not first-hand evidence."""
+    return unit.context.kind is not Kind.STATEMENT
 
 
 def _spans_grown(spans: SpanArrays, size: int) -> SpanArrays:
@@ -256,6 +261,7 @@ class Snapshot:
         self.session = _span_arrays([self._session_span.get(session_key(u)) for u in self.units])
         self.event = _span_arrays([u.context.event_time for u in self.units])
         self.timed: Mask = np.array([_says_when(u) for u in self.units], dtype=bool)
+        self.derived: Mask = np.array([_derived(u) for u in self.units], dtype=bool)
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
         self._speakers: dict[tuple[str, str], frozenset[str]] = {}
         for unit in self.units:
@@ -401,9 +407,11 @@ class Snapshot:
             _set_span(new.session, [row], spans.get(session_key(new.units[row])))
         new.event = _spans_grown(self.event, len(new.units))
         new.timed = np.concatenate([self.timed, np.zeros(len(appended), dtype=bool)])
+        new.derived = np.concatenate([self.derived, np.zeros(len(appended), dtype=bool)])
         for row in touched:
             _set_span(new.event, [row], new.units[row].context.event_time)
             new.timed[row] = _says_when(new.units[row])
+            new.derived[row] = _derived(new.units[row])
         added = {p for u in appended for p in u.context.participants}
         if not added <= set(self.names):
             new.names = tuple(sorted(set(self.names) | added))

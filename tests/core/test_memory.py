@@ -15,8 +15,11 @@ from ramem_core import (
     ConversationFormatError,
     Granularity,
     InvalidInputError,
+    Kind,
+    MemoryUnit,
     NamespaceNotFoundError,
     RaMem,
+    RetrievalConfig,
     Session,
     StoreError,
     TimeSpan,
@@ -619,3 +622,74 @@ async def test_the_async_api_runs_off_the_event_loop(
     assert "Biscuit" in block.text
     assert set(seen) == {"recall", "situate", "add_turn", "add_exchange"}
     assert loop_thread not in set(seen.values())  # every call ran in a worker thread
+
+
+# ---------------------------------------------------------------- what an agent records
+
+
+def _camping(memory: RaMem) -> MemoryUnit:
+    fact = memory.add_turn(
+        "user", "I went camping in the Alps with my sister Jo.", at=datetime(2024, 8, 17, 10)
+    )
+    memory.add_turn("user", "My dentist appointment is on Friday.", at=datetime(2024, 8, 20, 10))
+    memory.add_exchange(
+        "Who went camping with me in the Alps?",
+        "Last weekend (= 30 November 2024 - 1 December 2024) you went camping in the Alps "
+        'with your sister Jo. <memory n="1" said="17 August 2024, 10:00">user: I went camping '
+        "in the Alps with my sister Jo.</memory>",
+        at=datetime(2024, 12, 3, 10),
+    )
+    return fact
+
+
+def test_a_reply_is_stored_as_a_reply_without_what_it_echoed(memory: RaMem) -> None:
+    _camping(memory)
+    by_kind = {u.context.kind: u for u in memory.store.get(memory.namespace)}
+    reply, question = by_kind[Kind.REPLY], by_kind[Kind.QUESTION]
+    assert reply.content == (
+        "assistant: Last weekend you went camping in the Alps with your sister Jo."
+    )  # no echoed memory, tag, coordinates or resolved-time note
+    assert reply.context.event_time is None  # its "last weekend" restates a memory
+    assert reply.context.mentions == ()
+    assert question.context.event_time is None
+    assert {u.context.kind for u in memory.store.get(memory.namespace)} == {
+        Kind.STATEMENT,
+        Kind.QUESTION,
+        Kind.REPLY,
+    }
+
+
+@pytest.mark.parametrize(
+    "query", ["Who went camping with me in the Alps?", "Did I go camping last weekend?"]
+)
+def test_a_recorded_question_or_reply_never_outranks_what_it_restates(
+    memory: RaMem, query: str
+) -> None:
+    fact = _camping(memory)
+    found = memory.recall(query, k=4)
+    assert found[0].unit.id == fact.id
+    assert [e.score for e in found] == sorted((e.score for e in found), reverse=True)
+    plain = RaMem(memory.store, counter=WordCounter(), config=RetrievalConfig(derived_last=None))
+    assert plain.recall(query, k=4)[0].unit.context.kind is not Kind.STATEMENT  # without it
+
+
+def test_a_reply_about_something_else_keeps_its_place(memory: RaMem) -> None:
+    memory.add_turn(
+        "user", "I went camping in the Alps with my sister Jo.", at=datetime(2024, 8, 1)
+    )
+    memory.add_exchange(
+        "Any tips for sourdough bread?",
+        "Feed the sourdough starter daily and bake the bread hot.",
+        at=datetime(2024, 12, 3, 10),
+    )
+    found = memory.recall("How do I bake sourdough bread?", k=3)
+    assert found[0].unit.context.kind is Kind.REPLY  # nothing it restates is in the list
+
+
+def test_an_echo_only_reply_is_refused_and_kind_is_checked(memory: RaMem) -> None:
+    at = datetime(2024, 12, 3, 10)
+    with pytest.raises(InvalidInputError, match="nothing but echoed memories"):
+        memory.add_turn("assistant", '<memory n="1">user: hi</memory>', at=at, kind=Kind.REPLY)
+    with pytest.raises(InvalidInputError, match="kind must be a Kind"):
+        memory.add_turn("user", "hello", at=at, kind="reply")  # type: ignore[arg-type]
+    assert memory.store.namespaces() == []

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from itertools import count
+from typing import Any
 
 import pytest
 from langchain.agents import create_agent
@@ -245,3 +246,35 @@ def test_the_middleware_adds_no_tool_unless_asked_and_records_in_utc(memory: RaM
         span = unit.context.session_span
         assert span is not None
         assert before <= span.end <= after
+
+
+@pytest.mark.parametrize(
+    ("record", "kinds"),
+    [("exchange", {"question", "reply"}), (True, {"question", "reply"}), ("user", {"question"})],
+)
+def test_the_recording_policy_decides_what_an_agent_stores(
+    memory: RaMem, record: Any, kinds: set[str]
+) -> None:
+    from itertools import cycle
+
+    from langchain.agents import create_agent
+    from langchain_core.language_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from langchain_ramem import MemoryContext, RaMemMiddleware
+
+    model = GenericFakeChatModel(messages=cycle([AIMessage(content="Your sister Jo.")]))
+    agent = create_agent(  # type: ignore[misc]  # ContextT not inferred
+        model,
+        middleware=[RaMemMiddleware(memory, record=record)],
+        context_schema=MemoryContext,
+    )
+    agent.invoke({"messages": [("user", "Who went camping with me?")]}, context=MemoryContext("jo"))
+    assert {u.context.kind.value for u in memory.store.get("jo")} == kinds
+
+
+def test_an_unknown_recording_policy_is_refused(memory: RaMem) -> None:
+    from langchain_ramem import RaMemMiddleware
+
+    with pytest.raises(InvalidInputError, match="record must be"):
+        RaMemMiddleware(memory, record="everything")  # type: ignore[arg-type]
