@@ -15,14 +15,14 @@ asks *when* gives memories that say when (an event or mentioned time) a small bo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
+from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys, session_key
 from ramem_core.errors import InvalidInputError
 from ramem_core.protocols import Embedder
 from ramem_core.store.bm25 import Scores
@@ -33,6 +33,7 @@ from ramem_core.types import (
     Evidence,
     MemoryUnit,
     RecallFrame,
+    Relation,
     TimeSpan,
     to_epoch,
 )
@@ -67,6 +68,8 @@ class RetrievalConfig:
             memories *below* the relevant pool join the frame-consistent ones ahead: the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window
             cannot fill the list (grid ``window_slots``).
+        exclude_anchor: keep the session of a before/after relation's anchor memory out of
+            the relation's window ("after the trip" is not the trip).
         derived_last: a question or an assistant's reply (:class:`~ramem_core.types.Kind`)
             never outranks a statement in the list that it restates or asks about: one whose
             vector's cosine with its own is at least this; it moves to just after that
@@ -88,6 +91,7 @@ class RetrievalConfig:
     time_weight: float = 0.5
     window_slots: int = 2
     derived_last: float | None = 0.5
+    exclude_anchor: bool = True
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
@@ -131,12 +135,18 @@ class Conditions:
 
     A memory is time-valid for a window when its event time lies mostly inside the window
     (:func:`mostly_within`) or, when its event time is unknown and session context is on, when
-    its session span overlaps it.
+    its session span overlaps it. ``windows`` (padded) select the memories that move ahead;
+    ``exact`` (as grounded) are what :meth:`satisfied` says, so the explanation a model reads
+    is true of the memory's own coordinates. A before/after relation is never padded on its
+    anchor's side, and the anchor's own session (``anchor_sessions``) is not inside it:
+    "after the trip" means strictly after the trip.
     """
 
     windows: tuple[tuple[str, TimeSpan], ...] = ()
     participants: tuple[str, ...] = ()
     session_context: bool = True
+    exact: tuple[tuple[str, TimeSpan], ...] | None = None
+    anchor_sessions: frozenset[tuple[str, str]] = frozenset()
 
     @classmethod
     def of(
@@ -145,22 +155,36 @@ class Conditions:
         session_context: bool = True,
         padding: timedelta = timedelta(0),
     ) -> Conditions:
-        """The conditions of ``frame``'s grounded constraints, windows widened by ``padding``."""
-        windows = tuple(
-            (
-                t.text,
-                TimeSpan(t.window.start - padding, t.window.end + padding, t.window.granularity),
-            )
+        """The conditions of ``frame``'s grounded constraints, windows widened by ``padding``
+        (but for a before/after relation's anchor side)."""
+        windows, exact, nothing = [], [], timedelta(0)
+        for t in frame.grounded_times:
+            if t.window is None:
+                continue
+            start = t.window.start - (padding if t.relation is not Relation.AFTER else nothing)
+            end = t.window.end + (padding if t.relation is not Relation.BEFORE else nothing)
+            windows.append((t.text, TimeSpan(start, end, t.window.granularity)))
+            exact.append((t.text, t.window))
+        return cls(tuple(windows), frame.participants, session_context, tuple(exact))
+
+    def without_anchors(self, snapshot: Snapshot, frame: RecallFrame) -> Conditions:
+        """These conditions with the sessions of ``frame``'s before/after anchor memories
+        kept out of every window (the anchor's own episode is not after it)."""
+        sessions = frozenset(
+            session_key(snapshot.units[snapshot.position[t.anchor_id]])
             for t in frame.grounded_times
-            if t.window is not None
+            if t.relation in (Relation.BEFORE, Relation.AFTER)
+            and t.anchor_id is not None
+            and t.anchor_id in snapshot.position
         )
-        return cls(windows, frame.participants, session_context)
+        return replace(self, anchor_sessions=sessions) if sessions else self
 
     def __bool__(self) -> bool:
         return bool(self.windows or self.participants)
 
     def mask(self, snapshot: Snapshot) -> Mask:
-        """The conditions over every memory of ``snapshot`` (the selection of :meth:`where`)."""
+        """The conditions over every memory of ``snapshot`` (what the Chroma adapter's
+        :func:`~ramem_core.store.chroma.where_of` selects in the store)."""
         ok = np.ones(len(snapshot), dtype=bool)
         if self.windows:
             timely = np.zeros(len(snapshot), dtype=bool)
@@ -170,6 +194,8 @@ class Conditions:
                 timely |= ev.known & _mostly_within(ev.start, ev.end, start, end)
                 if self.session_context:
                     timely |= ~ev.known & se.known & (se.start <= end) & (se.end >= start)
+            for key in self.anchor_sessions:
+                timely[snapshot.session_rows(key)] = False
             ok &= timely
         if self.participants:
             people = np.zeros(len(snapshot), dtype=bool)
@@ -182,7 +208,10 @@ class Conditions:
         """Which conditions ``unit`` meets, in words ("why it is valid")."""
         met: list[str] = []
         ctx = unit.context
-        for text, w in self.windows:
+        anchored = (ctx.conversation_id, ctx.session_id) in self.anchor_sessions
+        for text, w in self.windows if self.exact is None else self.exact:
+            if anchored:
+                break  # the anchor's own episode is not before or after it
             if ctx.event_time is not None:
                 if mostly_within(ctx.event_time, w):
                     met.append(f"event {describe(ctx.event_time)} within {text!r}")
@@ -393,6 +422,8 @@ class Retriever:
         if probe is None or probe.snap is not snap or probe.text != frame.query:
             probe = self.probe(snap, frame.query)
         conditions = Conditions.of(frame, cfg.session_context, cfg.window_padding)
+        if cfg.exclude_anchor:
+            conditions = conditions.without_anchors(snap, frame)
         cosines = probe.cosines
         ranking = self.rank(snap, frame.query, probe.vector, cosines, speakers=frame.speakers)
         if cfg.context_ranking and cfg.time_weight > 0 and frame.asks_when:

@@ -303,6 +303,10 @@ class Snapshot:
         if held is None or (ctx.session_index, ctx.session_id) > held:
             latest[ctx.conversation_id] = (ctx.session_index, ctx.session_id)
 
+    def session_rows(self, key: SessionKey) -> list[int]:
+        """The rows of a session (``(conversation id, session id)``); none if unknown."""
+        return self._session_rows.get(key, [])
+
     def latest_session(self, conversation_id: str) -> SessionState | None:
         """The latest session of a conversation (the highest session index), as stored."""
         held = self._latest.get(conversation_id)
