@@ -68,8 +68,12 @@ class RetrievalConfig:
             memories *below* the relevant pool join the frame-consistent ones ahead: the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window
             cannot fill the list (grid ``window_slots``).
-        exclude_anchor: keep the session of a before/after relation's anchor memory out of
-            the relation's window ("after the trip" is not the trip).
+        exclude_anchor: keep a before/after relation's anchor out of the relation's window
+            when ranking: no padding on the anchor's side, and the anchor memory's session
+            is not inside ("after the trip" is not the trip). Off: on LoCoMo dev it cost
+            R@10 0.777 -> 0.772 and D@1 0.268 -> 0.279 (``benchmarks/results/TUNING.md``).
+            The "why valid" labels never count the padding or the anchor's session either
+            way.
         derived_last: a question or an assistant's reply (:class:`~ramem_core.types.Kind`)
             never outranks a statement in the list that it restates or asks about: one whose
             vector's cosine with its own is at least this; it moves to just after that
@@ -91,7 +95,7 @@ class RetrievalConfig:
     time_weight: float = 0.5
     window_slots: int = 2
     derived_last: float | None = 0.5
-    exclude_anchor: bool = True
+    exclude_anchor: bool = False
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
@@ -137,9 +141,9 @@ class Conditions:
     (:func:`mostly_within`) or, when its event time is unknown and session context is on, when
     its session span overlaps it. ``windows`` (padded) select the memories that move ahead;
     ``exact`` (as grounded) are what :meth:`satisfied` says, so the explanation a model reads
-    is true of the memory's own coordinates. A before/after relation is never padded on its
-    anchor's side, and the anchor's own session (``anchor_sessions``) is not inside it:
-    "after the trip" means strictly after the trip.
+    is true of the memory's own coordinates; a before/after anchor's own session
+    (``anchor_sessions``) is never said to be before or after it. With ``strict`` the ranking
+    keeps it out too (:attr:`RetrievalConfig.exclude_anchor`).
     """
 
     windows: tuple[tuple[str, TimeSpan], ...] = ()
@@ -147,6 +151,7 @@ class Conditions:
     session_context: bool = True
     exact: tuple[tuple[str, TimeSpan], ...] | None = None
     anchor_sessions: frozenset[tuple[str, str]] = frozenset()
+    strict: bool = False
 
     @classmethod
     def of(
@@ -154,18 +159,27 @@ class Conditions:
         frame: RecallFrame,
         session_context: bool = True,
         padding: timedelta = timedelta(0),
+        strict_relations: bool = False,
     ) -> Conditions:
         """The conditions of ``frame``'s grounded constraints, windows widened by ``padding``
-        (but for a before/after relation's anchor side)."""
-        windows, exact, nothing = [], [], timedelta(0)
+        (with ``strict_relations``, never on a before/after relation's anchor side)."""
+        windows, exact = [], []
         for t in frame.grounded_times:
             if t.window is None:
                 continue
-            start = t.window.start - (padding if t.relation is not Relation.AFTER else nothing)
-            end = t.window.end + (padding if t.relation is not Relation.BEFORE else nothing)
+            after = strict_relations and t.relation is Relation.AFTER
+            before = strict_relations and t.relation is Relation.BEFORE
+            start = t.window.start - (timedelta(0) if after else padding)
+            end = t.window.end + (timedelta(0) if before else padding)
             windows.append((t.text, TimeSpan(start, end, t.window.granularity)))
             exact.append((t.text, t.window))
-        return cls(tuple(windows), frame.participants, session_context, tuple(exact))
+        return cls(
+            tuple(windows),
+            frame.participants,
+            session_context,
+            tuple(exact),
+            strict=strict_relations,
+        )
 
     def without_anchors(self, snapshot: Snapshot, frame: RecallFrame) -> Conditions:
         """These conditions with the sessions of ``frame``'s before/after anchor memories
@@ -194,7 +208,7 @@ class Conditions:
                 timely |= ev.known & _mostly_within(ev.start, ev.end, start, end)
                 if self.session_context:
                     timely |= ~ev.known & se.known & (se.start <= end) & (se.end >= start)
-            for key in self.anchor_sessions:
+            for key in self.anchor_sessions if self.strict else ():
                 timely[snapshot.session_rows(key)] = False
             ok &= timely
         if self.participants:
@@ -421,9 +435,10 @@ class Retriever:
             return []
         if probe is None or probe.snap is not snap or probe.text != frame.query:
             probe = self.probe(snap, frame.query)
-        conditions = Conditions.of(frame, cfg.session_context, cfg.window_padding)
-        if cfg.exclude_anchor:
-            conditions = conditions.without_anchors(snap, frame)
+        conditions = Conditions.of(
+            frame, cfg.session_context, cfg.window_padding, strict_relations=cfg.exclude_anchor
+        )
+        conditions = conditions.without_anchors(snap, frame)
         cosines = probe.cosines
         ranking = self.rank(snap, frame.query, probe.vector, cosines, speakers=frame.speakers)
         if cfg.context_ranking and cfg.time_weight > 0 and frame.asks_when:
