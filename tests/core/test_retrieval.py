@@ -17,6 +17,7 @@ from ramem_core import (
     Granularity,
     MemoryUnit,
     RaMem,
+    Recall,
     RecallFrame,
     RetrievalConfig,
     Session,
@@ -26,7 +27,7 @@ from ramem_core import (
 )
 from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
-from ramem_core.retrieval import CONTENT_ONLY, Conditions
+from ramem_core.retrieval import CONTENT_ONLY, Conditions, mostly_within
 from ramem_core.store.chroma import where_of
 from ramem_core.testing import HashEmbedder, WordCounter
 from tests.conftest import two_trips
@@ -468,7 +469,75 @@ def test_frame_windows_are_padded_by_two_days(memory: RaMem) -> None:
     filtered = chroma_select(memory, padded)
     assert [u.source_ids[0] for u in filtered] == ["J:1"]  # the Chroma filter agrees
     [top] = memory.recall("What did Ben book in August?", k=1)
-    assert top.contextual
+    assert top.contextual  # moved ahead by the padded window ...
+    assert not [s for s in top.satisfied if "August" in s]  # ... never said to be in August
+
+
+def _labels_hold(found: Recall) -> None:
+    """Every "why valid" label is true of the memory's own coordinates and the exact
+    (unpadded) windows of the frame."""
+    windows = {t.text: t.window for t in found.frame.grounded_times if t.window is not None}
+    for e in found:
+        ctx = e.unit.context
+        for label in e.satisfied:
+            if label.startswith("involves "):
+                continue
+            text = label.split(" within ")[1].strip("'\"")
+            window = windows[text]
+            if label.startswith("event "):
+                assert ctx.event_time is not None
+                assert mostly_within(ctx.event_time, window), label
+            else:
+                assert ctx.event_time is None, label
+                assert ctx.session_span is not None
+                assert ctx.session_span.overlaps(window), label
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What did Alice do after the Lisbon holiday?",
+        "What did Ben eat before the trip to Lisbon?",
+        "What did the doctor say in August?",
+        "What happened in March?",
+    ],
+)
+def test_why_valid_never_contradicts_the_coordinates(memory: RaMem, query: str) -> None:
+    memory.add_conversation(two_trips())
+    found = memory.recall(query)
+    _labels_hold(found)
+    anchors = {
+        t.anchor_id for t in found.frame.grounded_times if t.relation is not None and t.anchor_id
+    }
+    if anchors:
+        snap = memory.snapshots.get(memory.namespace)
+        sessions = {snap.unit(snap.position[a]).context.session_id for a in anchors}
+        for e in found:  # the anchor's own episode is never "after" or "before" it
+            if e.unit.context.session_id in sessions:
+                assert e.satisfied == (), e
+
+
+def test_strict_relations_keep_the_anchor_out_of_the_ranking(memory: RaMem) -> None:
+    back = Session(
+        "A",
+        (
+            Turn("A:1", "Ben", "I got back from the Lisbon trip today."),
+            Turn("A:2", "Alice", "Welcome back! Tell me everything."),
+        ),
+        datetime(2023, 5, 10, 19),
+    )
+    later = Session("B", (Turn("B:1", "Ben", "I started a pottery class."),), datetime(2023, 6, 2))
+    memory.add_conversation(Conversation("c", (back, later), ("Ben", "Alice")))
+    query = "What did Ben do after the Lisbon trip?"
+    loose = memory.recall(query)
+    assert [t.anchor_id for t in loose.frame.grounded_times if t.anchor_id]  # located
+    _labels_hold(loose)
+    assert {e.unit.source_ids[0] for e in loose if e.contextual} >= {"A:1", "A:2"}  # padding
+    assert all(e.satisfied == () for e in loose if e.unit.source_ids[0].startswith("A:"))
+    config = RetrievalConfig(exclude_anchor=True)
+    strict = RaMem(memory.store, counter=WordCounter(), config=config).recall(query)
+    assert {e.unit.source_ids[0] for e in strict if e.contextual} == {"B:1"}
+    assert strict[0].unit.source_ids == ("B:1",)
 
 
 def test_own_content_ranks_the_turn_that_says_it_above_its_neighbours(memory: RaMem) -> None:
