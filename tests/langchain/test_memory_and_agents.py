@@ -218,6 +218,13 @@ def test_the_readme_agent_snippet_works_as_written(memory: RaMem, tmp_path) -> N
     [sent] = model.calls
     assert "<memory" in sent[0].text  # the model saw Alice's memories
     assert memory.count(namespace="alice") > 0
+    # and with LangChain's own fake model, which has no tool calling
+    from itertools import cycle
+
+    from langchain_core.language_models import GenericFakeChatModel
+
+    fake = GenericFakeChatModel(messages=cycle([AIMessage(content="It was normal.")]))
+    exec(code, {"memory": memory, "model": fake})
 
 
 def test_the_middleware_adds_no_tool_unless_asked_and_records_in_utc(memory: RaMem) -> None:

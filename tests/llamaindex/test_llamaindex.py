@@ -146,3 +146,15 @@ def test_the_retriever_reads_its_own_namespace_only(memory: RaMem) -> None:
     assert len(alice) == 6
     assert all("Porto" not in n.node.get_content() for n in alice)
     assert [n.node.metadata["content"] for n in bo] == ["Bo: I ate grilled sardines in Porto."]
+
+
+def test_the_readme_llamaindex_snippet_works_as_written(memory: RaMem) -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## LangChain and LlamaIndex")[1].split("```python")[2].split("```")[0]
+    memory.add_conversation(two_trips(), namespace="alice")
+    scope: dict[str, Any] = {"memory": memory, "llm": MockLLM()}
+    exec(block, scope)
+    assert scope["engine"].query("What did the doctor say?").source_nodes
+    assert scope["agent_memory"].memory_blocks[0].namespace == "alice"
