@@ -283,7 +283,9 @@ def _frame_row(
     relation's anchor memory is evidence (a proxy for "the anchor was located right")."""
     frame = memory.frame(question, at=at, namespace=namespace)
     config = memory.retriever.config
-    conditions = Conditions.of(frame, config.session_context, config.window_padding)
+    # the windows as ranking uses them (padded), not as the labels state them (exact)
+    padded = Conditions.of(frame, config.session_context, config.window_padding)
+    conditions = replace(padded, exact=None)
     snap = memory.snapshots.get(namespace)
     anchors = [
         {
