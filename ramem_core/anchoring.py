@@ -55,7 +55,9 @@ _STOPWORD_TEXT = """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]+")
 _CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-zA-Z'\-]+(?:\s+[A-Z][a-zA-Z'\-]+)*)")
-_NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
+_TITLED = re.compile(
+    r"\b(Dr|Mr|Mrs|Ms|Mx|Prof|Sr|Jr|St)\.\s+([A-Z][a-zA-Z'\-]+(?:\s+[A-Z][a-zA-Z'\-]+)*)"
+)
 _PLACE = re.compile(
     r"\b(?:in|at|to|from|visited|visiting|near|around)\s+"
     r"((?:the\s+)?[A-Z][a-zA-Z\-]+(?:\s+[A-Z][a-zA-Z\-]+){0,2})"
@@ -125,14 +127,19 @@ def mentioned_names(text: str, names: Iterable[str]) -> list[str]:
 
 
 def extract_entities(text: str, limit: int = 12) -> tuple[str, ...]:
-    """Proper nouns (capitalised words not opening a sentence) and numbers, in text order."""
-    seen: dict[str, None] = {}
-    for m in _CAPITAL.finditer(text):
+    """Proper nouns, in text order: names with their title ("Dr. Okafor", not "Dr") and
+    capitalised words not opening a sentence. A number alone is not an entity ("August 5"
+    names no entity "5")."""
+    found: list[tuple[int, str]] = [
+        (m.start(), f"{m.group(1)}. {m.group(2)}") for m in _TITLED.finditer(text)
+    ]
+    # the titled names are blanked, so "Okafor" after "Dr. " is not read again on its own
+    rest = _TITLED.sub(lambda m: " " * len(m.group(0)), text)
+    for m in _CAPITAL.finditer(rest):
         words = [w for w in m.group(1).split() if w.lower() not in _NOT_NAMES]
         if words:
-            seen.setdefault(" ".join(words), None)
-    for m in _NUMBER.finditer(text):
-        seen.setdefault(m.group(0), None)
+            found.append((m.start(), " ".join(words)))
+    seen = dict.fromkeys(name for _, name in sorted(found))
     return tuple(seen)[:limit]
 
 

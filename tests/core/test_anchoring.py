@@ -77,3 +77,10 @@ def test_pieces_cut_after_a_sentence_or_between_words() -> None:
     assert pieces("aaaa bbbb cccc dddd", 10) == ["aaaa bbbb", "cccc dddd"]
     assert pieces("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
     assert pieces("  short  ", 10) == ["short"]
+
+
+def test_entities_keep_titles_and_no_number_stands_alone() -> None:
+    [unit] = _anchor("I saw Dr. Okafor on August 5 about my knee, then met Ben at Central Park.")
+    assert unit.context.entities == ("Dr. Okafor", "Ben", "Central Park")
+    [other] = _anchor("Mrs. Alice Brown and Prof. Lee came with 3 friends.")
+    assert other.context.entities == ("Mrs. Alice Brown", "Prof. Lee")
