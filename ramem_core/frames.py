@@ -17,6 +17,7 @@ from ramem_core.anchoring import mentioned_names
 from ramem_core.protocols import LLM, FrameContext
 from ramem_core.temporal import (
     NUMBER_PATTERN,
+    WEEKDAYS,
     day_span,
     month_span,
     number_word,
@@ -165,6 +166,16 @@ def _with_year(span: TimeSpan, year: int) -> TimeSpan | None:
         return None
 
 
+_BARE_WEEKDAY = re.compile(
+    r"\bon\s+(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I
+)
+# a question about the past: "What did I do on Saturday?", "Where was I on Tuesday?"
+_PAST_CUE = re.compile(
+    r"\b(?:did|was|were|had|went|got|made|saw|said|told|ate|met|bought|took|ran)\b|\b\w{3,}ed\b",
+    re.I,
+)
+
+
 def _months_between(start: datetime, end: datetime) -> int:
     return (end.year - start.year) * 12 + end.month - start.month
 
@@ -200,7 +211,8 @@ class RuleFrameInducer:
                         (relation.start(), relation.start("anchor") + len(_anchor_phrase(relation)))
                     )
 
-        for start, end, text, resolved in resolve_all(query, context.now or datetime.min):
+        found = resolve_all(query, context.now or datetime.min)
+        for start, end, text, resolved in found:
             if any(s <= start and end <= e for s, e in removed) or (
                 relation is not None and relation.start() <= start < relation.end()
             ):
@@ -209,6 +221,15 @@ class RuleFrameInducer:
             times.append(constraint)
             if constraint.grounded:
                 removed.append((start, end))
+        for m in _BARE_WEEKDAY.finditer(query):
+            if any(s < m.end() and m.start() < e for s, e, _, _ in found) or (
+                relation is not None and relation.start() <= m.start() < relation.end()
+            ):
+                continue  # "last Saturday", or inside a relation clause
+            constraint = self._bare_weekday(m, query, context)
+            times.append(constraint)
+            if constraint.grounded:
+                removed.append((m.start(), m.end()))
 
         need = query
         for start, end in sorted(removed, reverse=True):
@@ -225,6 +246,18 @@ class RuleFrameInducer:
             asks_when=asks_for_time(query),
             speakers=named_speakers(query, context),
         )
+
+    def _bare_weekday(self, m: re.Match[str], query: str, context: FrameContext) -> TimeConstraint:
+        """ "on Saturday": the latest Saturday up to the query's time, when the question is
+        about the past (a question in the present or future may mean the coming one)."""
+        text = m.group(0).strip()
+        if context.now is None:
+            return TimeConstraint(text, None, False, reason="the memory is empty: no 'now'")
+        if not _PAST_CUE.search(query):
+            return TimeConstraint(text, None, False, reason="no past tense: it may be ahead")
+        target = WEEKDAYS[m.group("wd").lower()]
+        back = (context.now.weekday() - target) % 7 or 7  # before the query, as "last"
+        return self._ground(text, day_span(context.now - timedelta(days=back)), False, context)
 
     def _ground(
         self, text: str, span: TimeSpan, yearless: bool, context: FrameContext

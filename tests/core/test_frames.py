@@ -317,3 +317,33 @@ def test_recall_ranks_by_the_frames_cues(memory: RaMem, monkeypatch: pytest.Monk
     plain = memory.recall(query)
     assert named.frame.speakers == ("Ben",)
     assert [e.score for e in named] != [e.score for e in plain]
+
+
+@pytest.mark.parametrize(
+    ("query", "day"),
+    [
+        ("What did I do on Saturday?", datetime(2024, 11, 30)),
+        ("Where was I on Tuesday?", datetime(2024, 11, 26)),  # asked on a Tuesday: the last one
+        ("Which restaurant did we go to on sunday?", datetime(2024, 12, 1)),
+    ],
+)
+def test_a_bare_weekday_about_the_past_is_the_latest_one_before_now(
+    query: str, day: datetime
+) -> None:
+    now = datetime(2024, 12, 3, 10)  # a Tuesday
+    context = FrameContext(
+        now=now, memory_range=TimeSpan(datetime(2024, 1, 1), now, Granularity.INSTANT)
+    )
+    [time] = RuleFrameInducer().induce(query, context).grounded_times
+    assert time.window is not None
+    assert (time.window.start, time.window.granularity) == (day, Granularity.DAY)
+
+
+def test_a_bare_weekday_that_may_be_ahead_is_not_grounded() -> None:
+    now = datetime(2024, 12, 3, 10)
+    context = FrameContext(
+        now=now, memory_range=TimeSpan(datetime(2024, 1, 1), now, Granularity.INSTANT)
+    )
+    frame = RuleFrameInducer().induce("What am I doing on Saturday?", context)
+    assert not frame.grounded_times
+    assert "ahead" in frame.times[0].reason
