@@ -68,13 +68,14 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
                     text = strip_echo(text)  # what the model echoed of its memories
                 who = speakers.get(message.role)
                 if text and text.strip() and who is not None:
+                    kind = who[1] or (Kind.QUESTION if text.rstrip().endswith("?") else None)
                     self.memory.add_turn(
                         who[0],
                         text,
                         at=at,
                         namespace=self.namespace,
                         conversation_id=self.conversation_id,
-                        kind=who[1],
+                        kind=kind,
                     )
 
         await asyncio.to_thread(store)

@@ -400,11 +400,14 @@ class RaMem:
         Every call stores a new memory with an id of its own, so several writers recording
         the same conversation never overwrite each other.
 
-        ``kind`` says what the message is as evidence (:class:`~ramem_core.types.Kind`); by
-        default a message ending in "?" is a question, any other a statement. A question or
-        an assistant's reply is stored without an event time or resolved times (asking about
-        August today is not an event in August; a reply's dates restate memories), and never
-        outranks a statement it restates or asks about. A reply is stored without what it
+        ``kind`` says what the message is as evidence (:class:`~ramem_core.types.Kind`),
+        a statement by default: between people a question carries the conversation ("Did you
+        finish the sunset painting?"), and replaying LoCoMo turn by turn as statements ranks
+        exactly as bulk ingest (``benchmarks/bench_agent_path.py``). :meth:`add_exchange`,
+        what agents record, stores a user's message ending in "?" as a question. A question
+        or an assistant's reply is stored without an event time or resolved times (asking
+        about August today is not an event in August; a reply's dates restate memories), and
+        never outranks a statement it restates or asks about. A reply is stored without what it
         echoed of the memories it was shown (:func:`~ramem_core.synthesis.strip_echo`).
 
         Raises:
@@ -438,7 +441,7 @@ class RaMem:
                 msg = f"the reply from {speaker!r} holds nothing but echoed memories"
                 raise InvalidInputError(msg)
         key = uuid.uuid4().hex[:12]  # unique per live message: writers never share an id
-        kind = kind or (Kind.QUESTION if text.rstrip().endswith("?") else Kind.STATEMENT)
+        kind = kind or Kind.STATEMENT
         derived = kind is not Kind.STATEMENT
         held = self._live_session(ns, conversation_id)
         # anchoring and embedding take most of the time (an LLM anchorer far more): they run
@@ -680,9 +683,11 @@ class RaMem:
     ) -> list[MemoryUnit]:
         """Record one user message and the reply as two live turns (empty sides are skipped).
 
-        The user's message is first-hand (a statement, or a question when it ends in "?"); the
-        reply is stored as a reply (:class:`~ramem_core.types.Kind`): without the memories it
-        echoed, without an event time, and never above a statement it restates."""
+        The user's message is first-hand: a statement, or a question to the agent when it ends
+        in "?" (stored without an event time: asking about August today is not an event in
+        August). The reply is stored as a reply (:class:`~ramem_core.types.Kind`): without
+        the memories it echoed, without an event time, and never above a statement it
+        restates."""
         units = []
         # everything is checked before the first write: an exchange is stored whole or not at all
         for speaker, text in ((user, user_text), (assistant, reply_text)):
@@ -691,7 +696,8 @@ class RaMem:
         check_moment(at, "at")
         check_id(conversation_id, "conversation_id")
         reply = strip_echo(reply_text) if isinstance(reply_text, str) else reply_text
-        for speaker, text, kind in ((user, user_text, None), (assistant, reply, Kind.REPLY)):
+        asked = Kind.QUESTION if user_text.rstrip().endswith("?") else Kind.STATEMENT
+        for speaker, text, kind in ((user, user_text, asked), (assistant, reply, Kind.REPLY)):
             if visible(text):
                 units.append(
                     self.add_turn(
