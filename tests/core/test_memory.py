@@ -693,3 +693,15 @@ def test_an_echo_only_reply_is_refused_and_kind_is_checked(memory: RaMem) -> Non
     with pytest.raises(InvalidInputError, match="kind must be a Kind"):
         memory.add_turn("user", "hello", at=at, kind="reply")  # type: ignore[arg-type]
     assert memory.store.namespaces() == []
+
+
+def test_add_turn_stores_a_conversations_question_as_a_statement(memory: RaMem) -> None:
+    """Between people a question carries the conversation; only a question put to the agent
+    (add_exchange) is a question."""
+    at = datetime(2023, 5, 8, 10)
+    said = memory.add_turn("Ana", "Did you finish the sunset painting yesterday?", at=at)
+    assert said.context.kind is Kind.STATEMENT
+    assert said.context.event_time is not None  # "yesterday" resolved, as in a bulk ingest
+    [asked, _] = memory.add_exchange("What did I paint yesterday?", "A sunset.", at=at)
+    assert asked.context.kind is Kind.QUESTION
+    assert asked.context.event_time is None
