@@ -602,7 +602,7 @@ class ChromaStore:
             return 0
         where = _all([dict(c) for c in (where, _selection(ids, conversation_id, session_id)) if c])
         if ids is not None:
-            found = [u.id for u in self.get(namespace, ids=ids, where=where)]
+            found = self.existing_ids(namespace, ids, where=where)
         elif where is not None:
             found = collection.get(where=where, include=[])["ids"]  # type: ignore[arg-type]
         else:
@@ -621,14 +621,19 @@ class ChromaStore:
         collection = self._existing(namespace)
         return 0 if collection is None else int(collection.count())
 
-    def existing_ids(self, namespace: str, ids: Sequence[str]) -> list[str]:
-        """The ids among ``ids`` that are stored."""
+    def existing_ids(
+        self, namespace: str, ids: Sequence[str], *, where: Where | None = None
+    ) -> list[str]:
+        """The ids among ``ids`` that are stored (and match ``where``); nothing is decoded."""
         collection = self._existing(namespace)
         if collection is None:
             return []
         found: list[str] = []
         for chunk in _chunks(ids):  # SQLite caps the number of variables in one statement
-            found.extend(collection.get(ids=chunk, include=[])["ids"])
+            kwargs: dict[str, Any] = {"ids": chunk, "include": []}
+            if where is not None:
+                kwargs["where"] = where
+            found.extend(collection.get(**kwargs)["ids"])
         return found
 
     def get(
