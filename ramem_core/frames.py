@@ -10,6 +10,7 @@ memory's date range; anything else is kept for display but never used to filter.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -80,6 +81,26 @@ def asks_for_time(query: str) -> bool:
 def named_speakers(query: str, context: FrameContext) -> tuple[str, ...]:
     """The people who speak in the memory that ``query`` names ("What has Melanie painted?")."""
     return tuple(mentioned_names(query, context.speakers))
+
+
+def framed(
+    query: str,
+    need: str,
+    times: Sequence[TimeConstraint],
+    participants: Sequence[str],
+    context: FrameContext,
+) -> RecallFrame:
+    """The frame of ``query`` with what stage 3 reads off the question besides its conditions:
+    whether it asks *when*, and the people it names who speak in the memory."""
+    return RecallFrame(
+        query,
+        need,
+        context.now,
+        tuple(times),
+        tuple(participants),
+        asks_when=asks_for_time(query),
+        speakers=named_speakers(query, context),
+    )
 
 
 def _relation_of(m: re.Match[str]) -> Relation:
@@ -237,15 +258,7 @@ class RuleFrameInducer:
             lead = _LEADING_PREPOSITION.search(need[:start])
             need = need[: lead.start() if lead else start] + need[end:]
         need = re.sub(r"\s+([?.!,])", r"\1", " ".join(need.split())) or query
-        return RecallFrame(
-            query,
-            need,
-            context.now,
-            tuple(times),
-            participants,
-            asks_when=asks_for_time(query),
-            speakers=named_speakers(query, context),
-        )
+        return framed(query, need, times, participants, context)
 
     def _bare_weekday(self, m: re.Match[str], query: str, context: FrameContext) -> TimeConstraint:
         """ "on Saturday": the latest Saturday up to the query's time, when the question is
@@ -411,13 +424,6 @@ class LLMFrameInducer:
         )
         need = data.get("need")
         need = need.strip() if isinstance(need, str) and need.strip() else query
-        return RecallFrame(
-            query,
-            need,
-            context.now,
-            tuple(times),
-            people,
-            # read off the question by rule: the model is asked for times, people and need
-            asks_when=asks_for_time(query),
-            speakers=named_speakers(query, context),
-        )
+        # asks-when and the named speakers are read off the question by rule: the model is
+        # asked for times, people and the need
+        return framed(query, need, times, people, context)

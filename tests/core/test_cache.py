@@ -162,13 +162,18 @@ def test_a_failed_delete_announcement_is_made_by_the_next_write(memory: RaMem) -
     assert len(other.snapshots.get("default")) == 5  # ... but announces the first delete
 
 
-def test_a_write_through_is_seen_at_once_and_a_foreign_write_within_refresh() -> None:
+def _two_workers() -> tuple[RaMem, RaMem]:
+    """Two workers on one (fake) database: the first checks for foreign writes hourly."""
     shared: dict[str, Any] = {}
     versions: dict[str, Any] = {}
     mine = RaMem(
         InMemoryStore(HashEmbedder(), data=shared, versions=versions), refresh_seconds=3600
     )
-    theirs = RaMem(InMemoryStore(HashEmbedder(), data=shared, versions=versions))
+    return mine, RaMem(InMemoryStore(HashEmbedder(), data=shared, versions=versions))
+
+
+def test_a_write_through_is_seen_at_once_and_a_foreign_write_within_refresh() -> None:
+    mine, theirs = _two_workers()
     mine.add_turn("Ana", "I bought a red bicycle.", at=T0)
     assert len(mine.snapshots.get("default")) == 1
     theirs.add_turn("Ben", "I sold my old car.", at=T0 + timedelta(minutes=1))
@@ -181,12 +186,7 @@ def test_a_write_through_is_seen_at_once_and_a_foreign_write_within_refresh() ->
 
 
 def test_an_absorb_onto_a_snapshot_that_misses_a_foreign_write_reloads() -> None:
-    shared: dict[str, Any] = {}
-    versions: dict[str, Any] = {}
-    mine = RaMem(
-        InMemoryStore(HashEmbedder(), data=shared, versions=versions), refresh_seconds=3600
-    )
-    theirs = RaMem(InMemoryStore(HashEmbedder(), data=shared, versions=versions))
+    mine, theirs = _two_workers()
     mine.add_turn("Ana", "I bought a red bicycle.", at=T0)
     mine.recall("bicycle")
     theirs.add_turn("Ben", "I sold my old car.", at=T0 + timedelta(minutes=1))
