@@ -133,6 +133,9 @@ def _mostly_within(start: Any, end: Any, first: int, last: int) -> Any:
     return (middle >= first) & (middle <= last) & (length <= last - first)
 
 
+_BEFORE_AFTER = (Relation.BEFORE, Relation.AFTER)
+
+
 @dataclass(frozen=True, slots=True)
 class Conditions:
     """The grounded part of a frame, as conditions a memory can satisfy.
@@ -141,9 +144,11 @@ class Conditions:
     (:func:`mostly_within`) or, when its event time is unknown and session context is on, when
     its session span overlaps it. ``windows`` (padded) select the memories that move ahead;
     ``exact`` (as grounded) are what :meth:`satisfied` says, so the explanation a model reads
-    is true of the memory's own coordinates; a before/after anchor's own session
-    (``anchor_sessions``) is never said to be before or after it. With ``strict`` the ranking
-    keeps it out too (:attr:`RetrievalConfig.exclude_anchor`).
+    is true of the memory's own coordinates. "After X" means after X's event, or after X's
+    session where a memory's event is unknown: a memory of the anchor's own session
+    (``anchor_sessions``) with no event time is never said to lie in a before/after window
+    (``relations``), and with ``strict`` the ranking keeps it out too
+    (:attr:`RetrievalConfig.exclude_anchor`); one with an event time is judged by its event.
     """
 
     windows: tuple[tuple[str, TimeSpan], ...] = ()
@@ -151,6 +156,7 @@ class Conditions:
     session_context: bool = True
     exact: tuple[tuple[str, TimeSpan], ...] | None = None
     anchor_sessions: frozenset[tuple[str, str]] = frozenset()
+    relations: frozenset[str] = frozenset()
     strict: bool = False
 
     @classmethod
@@ -178,16 +184,19 @@ class Conditions:
             frame.participants,
             session_context,
             tuple(exact),
+            relations=frozenset(
+                t.text for t in frame.grounded_times if t.relation in _BEFORE_AFTER
+            ),
             strict=strict_relations,
         )
 
     def without_anchors(self, snapshot: Snapshot, frame: RecallFrame) -> Conditions:
         """These conditions with the sessions of ``frame``'s before/after anchor memories
-        kept out of every window (the anchor's own episode is not after it)."""
+        known (see the class)."""
         sessions = frozenset(
             session_key(snapshot.units[snapshot.position[t.anchor_id]])
             for t in frame.grounded_times
-            if t.relation in (Relation.BEFORE, Relation.AFTER)
+            if t.relation in _BEFORE_AFTER
             and t.anchor_id is not None
             and t.anchor_id in snapshot.position
         )
@@ -203,13 +212,15 @@ class Conditions:
         if self.windows:
             timely = np.zeros(len(snapshot), dtype=bool)
             ev, se = snapshot.event, snapshot.session
-            for _, w in self.windows:
+            anchored = np.zeros(len(snapshot), dtype=bool)
+            for key in self.anchor_sessions if self.strict else ():
+                anchored[snapshot.session_rows(key)] = True
+            for text, w in self.windows:
                 start, end = to_epoch(w.start), to_epoch(w.end)
                 timely |= ev.known & _mostly_within(ev.start, ev.end, start, end)
                 if self.session_context:
-                    timely |= ~ev.known & se.known & (se.start <= end) & (se.end >= start)
-            for key in self.anchor_sessions if self.strict else ():
-                timely[snapshot.session_rows(key)] = False
+                    said = ~ev.known & se.known & (se.start <= end) & (se.end >= start)
+                    timely |= said & ~anchored if text in self.relations else said
             ok &= timely
         if self.participants:
             people = np.zeros(len(snapshot), dtype=bool)
@@ -224,8 +235,6 @@ class Conditions:
         ctx = unit.context
         anchored = (ctx.conversation_id, ctx.session_id) in self.anchor_sessions
         for text, w in self.windows if self.exact is None else self.exact:
-            if anchored:
-                break  # the anchor's own episode is not before or after it
             if ctx.event_time is not None:
                 if mostly_within(ctx.event_time, w):
                     met.append(f"event {describe(ctx.event_time)} within {text!r}")
@@ -233,6 +242,7 @@ class Conditions:
                 self.session_context
                 and ctx.session_span is not None
                 and ctx.session_span.overlaps(w)
+                and not (anchored and text in self.relations)  # said in the anchor's episode
             ):
                 met.append(f"said {describe(ctx.session_span)}, within {text!r}")
         lowered = {p.lower() for p in ctx.participants}

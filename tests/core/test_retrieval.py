@@ -512,9 +512,9 @@ def test_why_valid_never_contradicts_the_coordinates(memory: RaMem, query: str) 
     if anchors:
         snap = memory.snapshots.get(memory.namespace)
         sessions = {snap.unit(snap.position[a]).context.session_id for a in anchors}
-        for e in found:  # the anchor's own episode is never "after" or "before" it
-            if e.unit.context.session_id in sessions:
-                assert e.satisfied == (), e
+        for e in found:  # what the anchor's own episode said is not "after" or "before" it
+            if e.unit.context.session_id in sessions and e.unit.context.event_time is None:
+                assert not [s for s in e.satisfied if "within" in s], e
 
 
 def test_strict_relations_keep_the_anchor_out_of_the_ranking(memory: RaMem) -> None:
@@ -783,3 +783,33 @@ def test_recall_reads_one_snapshot_for_its_frame_and_its_ranking(
 def test_a_bad_retrieval_setting_is_named(bad: dict[str, object]) -> None:
     with pytest.raises(InvalidInputError, match=next(iter(bad))):
         RetrievalConfig(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("exclude_anchor", [False, True])
+def test_in_the_anchors_episode_a_later_event_is_judged_by_its_event(
+    memory: RaMem, exclude_anchor: bool
+) -> None:
+    """ "After the trip" means after the trip's event: a plan told in the same session for a
+    later week is after it; the session's small talk is not."""
+    back = Session(
+        "A",
+        (
+            Turn("A:1", "Ben", "I got back from the Lisbon trip last week."),
+            Turn("A:2", "Alice", "Welcome back! Tell me everything."),
+            Turn("A:3", "Ben", "I start a new job next week."),
+        ),
+        datetime(2023, 5, 20, 19),  # said after the trip: its small talk overlaps "after"
+    )
+    later = Session("B", (Turn("B:1", "Ben", "I started a pottery class."),), datetime(2023, 6, 2))
+    memory.add_conversation(Conversation("c", (back, later), ("Ben", "Alice")))
+    config = RetrievalConfig(exclude_anchor=exclude_anchor)
+    found = RaMem(memory.store, counter=WordCounter(), config=config).recall(
+        "What did Ben do after the Lisbon trip?"
+    )
+    _labels_hold(found)
+    by_turn = {e.unit.source_ids[0]: e for e in found}
+    assert [s for s in by_turn["A:3"].satisfied if "within" in s]  # its event: a later week
+    assert not by_turn["A:2"].satisfied  # said in the anchor's episode, no event of its own
+    assert not by_turn["A:1"].satisfied  # the trip itself
+    assert by_turn["A:3"].contextual
+    assert by_turn["A:2"].contextual is not exclude_anchor  # strict: kept out of the ranking
