@@ -579,14 +579,17 @@ class RaMem:
             NamespaceNotFoundError: nothing was ever stored in the namespace.
         """
         query = check_query(query)
+        moment = check_moment(at, "at") if at is not None else None
         snap = self.snapshots.get(self._known(namespace))
-        return self._frame(query, snap, self.retriever.probe(snap, query), at)
+        return self._frame(query, snap, self.retriever.probe(snap, query), moment)
 
-    def _frame(self, query: str, snap: Snapshot, probe: Probe, at: datetime | None) -> RecallFrame:
-        """The frame of ``query`` against one snapshot (the one its ranking will use)."""
-        now = check_moment(at, "at") if at is not None else snap.last_session_end
+    def _frame(
+        self, query: str, snap: Snapshot, probe: Probe, moment: datetime | None
+    ) -> RecallFrame:
+        """The frame of ``query`` against one snapshot (the one its ranking will use);
+        ``moment``: the query's checked time, else the end of the snapshot's last session."""
         context = FrameContext(
-            now=now,
+            now=moment if moment is not None else snap.last_session_end,
             memory_range=snap.time_range,
             # a person who speaks in every session cannot tell one episode from another
             participants=tuple(n for n in snap.names if n not in snap.ubiquitous),
@@ -627,11 +630,10 @@ class RaMem:
         """
         check_count(k, "k")
         query = check_query(query)
-        if at is not None:
-            check_moment(at, "at")
+        moment = check_moment(at, "at") if at is not None else None
         snap = self.snapshots.get(self._known(namespace))
         probe = self.retriever.probe(snap, query)
-        frame = self._frame(query, snap, probe, at)
+        frame = self._frame(query, snap, probe, moment)
         return Recall(frame, tuple(self.retriever.retrieve(snap, frame, k, probe)))
 
     def _known(self, namespace: str | None) -> str:
