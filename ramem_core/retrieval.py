@@ -71,7 +71,7 @@ class RetrievalConfig:
         exclude_anchor: keep a before/after relation's anchor out of the relation's window
             when ranking: no padding on the anchor's side, and the anchor memory's session
             is not inside ("after the trip" is not the trip). Off: on LoCoMo dev it cost
-            R@10 0.777 -> 0.772 and D@1 0.268 -> 0.279 (``benchmarks/results/TUNING.md``).
+            R@10 0.777 -> 0.772 and D@1 0.268 -> 0.278 (``benchmarks/results/TUNING.md``).
             The "why valid" labels never count the padding or the anchor's session either
             way.
         derived_last: a question or an assistant's reply (:class:`~ramem_core.types.Kind`)
