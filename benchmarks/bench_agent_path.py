@@ -1,22 +1,27 @@
-"""The agent path: live replay, echoed replies and before/after questions on LoCoMo dev.
+"""The agent path: live replay, echoed replies and before/after questions, LoCoMo and LongMemEval.
 
-    python benchmarks/bench_agent_path.py            # all five LoCoMo dev conversations
-    python benchmarks/bench_agent_path.py --limit 1  # one conversation (smoke)
+    python benchmarks/bench_agent_path.py             # LoCoMo dev + LongMemEval_S dev30/dev60
+    python benchmarks/bench_agent_path.py --limit 1   # one conversation / question each (smoke)
 
 1. **Bulk vs live**: each conversation is stored twice, with ``add_conversation`` and turn by
-   turn with ``add_turn`` (session times, a new session at each LoCoMo session); every
-   answerable question with evidence is asked of both. Evidence Recall@10 and D@1 (rank 1 from
-   a session with no evidence) are compared, paired by question, with bootstrap 95% intervals.
+   turn with ``add_turn`` (session times, a new session at each session of the data); every
+   question is asked of both. Evidence Recall@10 and D@1 (rank 1 from a session with no
+   evidence) are compared, paired by question, with bootstrap 95% intervals. LongMemEval:
+   user turns only (the paper's corpus), the question's own date as the query time.
 2. **Echo**: each question then goes through ``create_agent`` with ``RaMemMiddleware`` and a
    scripted model whose reply restates the two memories it was shown in its own words (every
    fifth reply adds a wrong date); the middleware records the exchange. All questions are then
-   asked again: Recall@10, D@1 and the share whose rank 1 is a recorded question or reply.
+   asked again: Recall@10, D@1 and the share whose rank 1 is a recorded question or reply, for
+   the default settings and for each variant of :data:`ECHO_VARIANTS`, side by side.
 3. **Before/after**: of the questions whose frame grounds a before/after relation, the share
    whose rank-1 memory lies on the anchor's own side (it ends before an "after" window starts,
-   or starts after a "before" window ends), for both settings of ``exclude_anchor``.
+   or starts after a "before" window ends), and Recall@10, for both settings of
+   ``exclude_anchor``.
 
-Prints a table and writes ``benchmarks/results/bench_agent_path.json``. Offline: the default
-embedder (vectors cached under ``results/agent_path``) and LangChain's own agent loop.
+Tables per dataset split (LoCoMo: conv-26/30/41 choose, conv-42/43 report; LongMemEval: dev30
+choose, dev60 report) and per category / question type. Writes
+``benchmarks/results/bench_agent_path.json``. Offline: the default embedder (vectors cached
+under ``results/agent_path``) and LangChain's own agent loop.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import json
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,13 +42,29 @@ sys.path.insert(0, str(ROOT))
 from ramem_core import Kind, RaMem, RetrievalConfig  # noqa: E402
 from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
 from ramem_core.evaluation import metrics  # noqa: E402
+from ramem_core.evaluation.harness import LOCOMO_HOLDOUT  # noqa: E402
 from ramem_core.evaluation.stats import paired_bootstrap  # noqa: E402
-from ramem_core.loaders import locomo_conversation  # noqa: E402
+from ramem_core.loaders import locomo_conversation, longmemeval_conversation  # noqa: E402
 from ramem_core.store.chroma import ChromaStore  # noqa: E402
-from ramem_core.types import Evidence, Recall, Relation  # noqa: E402
+from ramem_core.temporal import parse_timestamp  # noqa: E402
+from ramem_core.types import Conversation, Evidence, Recall, Relation, Session  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
+DATA = ROOT.parent / "shared" / "data"
+LOCOMO = DATA / "locomo_dev.json"
+LONGMEMEVAL = {
+    "choose": DATA / "longmemeval_s_dev30.json",
+    "report": DATA / "longmemeval_s_dev60.json",
+}
 _BODY = re.compile(r"<memory[^>]*>\s*(?P<body>.*?)\s*</memory>", re.DOTALL)
+
+#: retrieval settings the echoed memory is also asked with (default first)
+ECHO_VARIANTS: dict[str, RetrievalConfig] = {
+    "default": RetrievalConfig(),
+    "derived_yield off": RetrievalConfig(derived_yield=False),
+    "derived_last 0.4": RetrievalConfig(derived_last=0.4),
+    "derived_last 0.6": RetrievalConfig(derived_last=0.6),
+}
+STRICT = RetrievalConfig(exclude_anchor=True)
 
 
 def scripted_reply(messages: list[Any]) -> str:
@@ -58,23 +80,18 @@ def scripted_reply(messages: list[Any]) -> str:
     return reply
 
 
-def _questions(sample: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        qa
-        for qa in sample["qa"]
-        if int(qa.get("category", 0)) in metrics.ANSWERABLE
-        and metrics.parse_evidence(qa.get("evidence", []))
-    ]
-
-
-def _score(found: Recall, gold: list[str], turn_of: dict[str, str]) -> dict[str, Any]:
-    """Recall@10, wrong episode at 1 and whether rank 1 is a recorded question or reply."""
-    turns = [turn_of.get(e.unit.id, "") for e in found]
+def _score(found: Recall, gold: list[str], turn_of: dict[str, list[str]]) -> dict[str, float]:
+    """Recall@10 (LoCoMo: share of the evidence turns; LongMemEval: any evidence turn), wrong
+    episode at 1 and whether rank 1 is a recorded question or reply."""
+    turns = [turn_of.get(e.unit.id, []) for e in found]
+    top10 = [t for ts in turns[:10] for t in ts]
     sessions = {g.split(":")[0] for g in gold}
     top = found[0] if len(found) else None
+    first = [t.split(":")[0] for t in turns[0]] if turns else []
     return {
-        "recall_10": metrics.evidence_recall(gold, [t for t in turns[:10] if t]),
-        "d_at_1": float(turns[0].split(":")[0] not in sessions) if turns else 1.0,
+        "recall_10": metrics.evidence_recall(gold, top10),
+        "any_10": float(bool(set(gold) & set(top10))),
+        "d_at_1": float(not (set(first) & sessions)),
         "derived_at_1": float(top is not None and top.unit.context.kind is not Kind.STATEMENT),
     }
 
@@ -102,140 +119,304 @@ def _paired(a: list[float], b: list[float]) -> dict[str, float | int]:
     return result.as_dict() if result is not None else {}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit", type=int, help="at most this many conversations")
-    parser.add_argument("--out", default=str(ROOT / "results" / "agent_path"))
-    args = parser.parse_args()
-    if not DATA.exists():
-        print("LoCoMo dev data not found under ../shared/data: nothing to run")
-        return
-    from langchain.agents import create_agent
+def _replay(
+    memory: RaMem, conversation: Conversation, namespace: str
+) -> tuple[dict[str, list[str]], datetime]:
+    """``conversation`` through ``add_turn``, session by session; the memory ids' turn ids and
+    the time of the last turn."""
+    turn_of: dict[str, list[str]] = {}
+    last = datetime(2000, 1, 1)
+    for session in conversation.sessions:
+        start = session.time or last + timedelta(days=1)
+        for j, turn in enumerate(session.turns):
+            last = start + timedelta(seconds=30 * j)
+            unit = memory.add_turn(
+                turn.speaker,
+                turn.text or turn.image_caption or "",
+                at=last,
+                conversation_id=conversation.id,
+                namespace=namespace,
+                image_caption=turn.image_caption if turn.text else None,
+                new_session=j == 0,
+            )
+            turn_of[unit.id] = [turn.id]
+    return turn_of, last
 
-    from langchain_ramem import MemoryContext, RaMemMiddleware
-    from langchain_ramem.testing import ScriptedChatModel
 
-    samples = json.loads(DATA.read_text(encoding="utf-8"))[: args.limit]
-    out = Path(args.out)
-    embedder = CachedEmbedder(MiniLMEmbedder(), out / "embeddings.sqlite")
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="ramem-agent-path-") as tmp:
-        store = ChromaStore.persistent(tmp, embedder)
-        memory = RaMem(store)
-        strict = RaMem(store, config=RetrievalConfig(exclude_anchor=True))
-        for sample in samples:
-            sid = sample["sample_id"]
-            conversation = locomo_conversation(sample, sid)
-            bulk_ns, live_ns = f"bulk-{sid}", f"live-{sid}"
-            memory.add_conversation(conversation, namespace=bulk_ns)
-            turn_of_bulk = {u.id: u.source_ids[0] for u in store.get(bulk_ns) if u.source_ids}
-            turn_of_live: dict[str, str] = {}
-            last = datetime(2000, 1, 1)
-            for session in conversation.sessions:
-                start = session.time or last + timedelta(days=1)
-                for j, turn in enumerate(session.turns):
-                    last = start + timedelta(seconds=30 * j)
-                    unit = memory.add_turn(
-                        turn.speaker,
-                        turn.text or turn.image_caption or "",
-                        at=last,
-                        conversation_id=sid,
-                        namespace=live_ns,
-                        image_caption=turn.image_caption if turn.text else None,
-                        new_session=j == 0,
-                    )
-                    turn_of_live[unit.id] = turn.id
-            print(f"{sid}: {len(turn_of_live)} turns replayed live", flush=True)
-            questions = _questions(sample)
-            for qa in questions:
-                gold = metrics.parse_evidence(qa["evidence"])
-                bulk = memory.recall(qa["question"], namespace=bulk_ns)
-                live = memory.recall(qa["question"], namespace=live_ns)
-                rows.append(
-                    {
-                        "sample_id": sid,
-                        "question": qa["question"],
-                        "gold": gold,
-                        "bulk": _score(bulk, gold, turn_of_bulk),
-                        "live": _score(live, gold, turn_of_live),
-                        "anchor_side": _anchor_side(bulk),
-                        "anchor_side_strict": _anchor_side(
-                            strict.recall(qa["question"], namespace=bulk_ns)
-                        ),
-                    }
-                )
-            # the agent path: each question through the middleware, the exchange recorded
-            model = ScriptedChatModel(default=scripted_reply)
-            clock = {"now": last + timedelta(days=1)}
+class Bench:
+    """One store, the default memory and a memory per variant over it."""
+
+    def __init__(self, store: ChromaStore) -> None:
+        from langchain_ramem.testing import ScriptedChatModel
+
+        self.store = store
+        self.memory = RaMem(store)
+        # other memories read the live namespaces right after the default one writes them
+        self.variants = {
+            name: RaMem(store, config=config, refresh_seconds=0)
+            for name, config in ECHO_VARIANTS.items()
+            if name != "default"
+        }
+        self.strict = RaMem(store, config=STRICT, refresh_seconds=0)
+        self.model = ScriptedChatModel(default=scripted_reply)
+
+    def run(
+        self,
+        sid: str,
+        conversation: Conversation,
+        questions: list[dict[str, Any]],
+        at: Callable[[dict[str, Any]], datetime | None],
+    ) -> list[dict[str, Any]]:
+        """Bulk, live, echo and before/after for one conversation; one row per question
+        (``question``, ``gold`` turn ids and a ``meta`` dict given)."""
+        from langchain.agents import create_agent
+
+        from langchain_ramem import MemoryContext, RaMemMiddleware
+
+        memory = self.memory
+        bulk_ns, live_ns = f"bulk-{sid}", f"live-{sid}"
+        memory.add_conversation(conversation, namespace=bulk_ns)
+        turn_of_bulk = {u.id: list(u.source_ids) for u in self.store.get(bulk_ns)}
+        turn_of_live, last = _replay(memory, conversation, live_ns)
+        rows = []
+        for qa in questions:
+            q, gold, when = qa["question"], qa["gold"], at(qa)
+            bulk = memory.recall(q, namespace=bulk_ns, at=when)
+            strict = self.strict.recall(q, namespace=bulk_ns, at=when)
+            rows.append(
+                {
+                    **qa["meta"],
+                    "question": q,
+                    "gold": gold,
+                    "bulk": _score(bulk, gold, turn_of_bulk),
+                    "live": _score(
+                        memory.recall(q, namespace=live_ns, at=when), gold, turn_of_live
+                    ),
+                    "anchor_side": _anchor_side(bulk),
+                    "anchor_side_strict": _anchor_side(strict),
+                    "strict": _score(strict, gold, turn_of_bulk),
+                }
+            )
+        # the agent path: each question through the middleware, the exchange recorded
+        for qa in questions:
+            when = at(qa) or last + timedelta(days=1)
+            clock = {"now": when}
 
             def tick(clock: dict[str, datetime] = clock) -> datetime:
                 clock["now"] += timedelta(minutes=2)
                 return clock["now"]
 
             agent = create_agent(
-                model,
+                self.model,
                 middleware=[RaMemMiddleware(memory, clock=tick)],
                 context_schema=MemoryContext,
             )
-            for qa in questions:
-                agent.invoke(
-                    {"messages": [("user", qa["question"])]}, context=MemoryContext(live_ns)
+            agent.invoke({"messages": [("user", qa["question"])]}, context=MemoryContext(live_ns))
+        for row, qa in zip(rows, questions, strict=True):
+            when = at(qa)
+            echoed = memory.recall(qa["question"], namespace=live_ns, at=when)
+            row["echo"] = {"default": _score(echoed, row["gold"], turn_of_live)}
+            for name, variant in self.variants.items():
+                found = variant.recall(qa["question"], namespace=live_ns, at=when)
+                row["echo"][name] = _score(found, row["gold"], turn_of_live)
+        return rows
+
+
+def locomo_rows(bench: Bench, limit: int | None) -> list[dict[str, Any]]:
+    samples = json.loads(LOCOMO.read_text(encoding="utf-8"))[:limit]
+    rows: list[dict[str, Any]] = []
+    for sample in samples:
+        sid = sample["sample_id"]
+        questions = [
+            {
+                "question": qa["question"],
+                "gold": metrics.parse_evidence(qa["evidence"]),
+                "meta": {
+                    "dataset": "locomo",
+                    "split": "report" if sid in LOCOMO_HOLDOUT else "choose",
+                    "category": metrics.LOCOMO_CATEGORIES[int(qa["category"])],
+                    "sample_id": sid,
+                },
+            }
+            for qa in sample["qa"]
+            if int(qa.get("category", 0)) in metrics.ANSWERABLE
+            and metrics.parse_evidence(qa.get("evidence", []))
+        ]
+        rows += bench.run(sid, locomo_conversation(sample, sid), questions, lambda qa: None)
+        print(f"locomo {sid}: {len(questions)} questions, live, echoed and asked again", flush=True)
+    return rows
+
+
+def _user_side(conversation: Conversation) -> Conversation:
+    sessions = tuple(
+        Session(s.id, tuple(t for t in s.turns if t.speaker == "user"), s.time)
+        for s in conversation.sessions
+    )
+    return Conversation(conversation.id, tuple(s for s in sessions if s.turns), ("user",))
+
+
+def longmemeval_rows(bench: Bench, limit: int | None) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for split, path in LONGMEMEVAL.items():
+        if not path.exists():
+            print(f"{path.name} not found: LongMemEval {split} part skipped")
+            continue
+        items = json.loads(path.read_text(encoding="utf-8"))[:limit]
+        for n, item in enumerate(items, start=1):
+            qid = str(item["question_id"])
+            gold = [
+                f"{sid}:{j}"
+                for sid, session in zip(
+                    item["haystack_session_ids"], item["haystack_sessions"], strict=True
                 )
-            for row, qa in zip(rows[-len(questions) :], questions, strict=True):
-                echoed = memory.recall(qa["question"], namespace=live_ns)
-                row["echo"] = _score(echoed, row["gold"], turn_of_live)
-            print(f"{sid}: {len(questions)} questions asked, recorded and asked again", flush=True)
-        store.close()
+                for j, t in enumerate(session)
+                if t.get("has_answer") and t.get("role") == "user"
+            ]
+            if qid.endswith("_abs") or not gold:
+                continue
+            question = {
+                "question": item["question"],
+                "gold": gold,
+                "at": parse_timestamp(str(item.get("question_date", ""))),
+                "meta": {
+                    "dataset": "longmemeval",
+                    "split": split,
+                    "category": item.get("question_type"),
+                    "sample_id": qid,
+                },
+            }
+            conversation = _user_side(longmemeval_conversation(item, qid))
+            rows += bench.run(qid, conversation, [question], lambda qa: qa["at"])
+            if n % 10 == 0 or n == len(items):
+                print(f"longmemeval {split}: {n}/{len(items)} questions", flush=True)
+    return rows
 
-    def mean(key: str, field: str) -> float:
-        return sum(r[key][field] for r in rows) / len(rows)
 
-    table = {
-        name: {
-            "recall_10": mean(name, "recall_10"),
-            "d_at_1": mean(name, "d_at_1"),
-            "derived_at_1": mean(name, "derived_at_1"),
+def _mean(rows: list[dict[str, Any]], get: Callable[[dict[str, Any]], float]) -> float:
+    return sum(get(r) for r in rows) / len(rows) if rows else float("nan")
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means, paired intervals and before/after shares of ``rows`` (one group)."""
+    recall = "recall_10" if rows and rows[0]["dataset"] == "locomo" else "any_10"
+    table: dict[str, dict[str, float]] = {}
+    columns = {"bulk": lambda r: r["bulk"], "live": lambda r: r["live"]}
+    for name in ECHO_VARIANTS:
+        columns[f"echo {name}"] = lambda r, name=name: r["echo"][name]
+    for name, get in columns.items():
+        table[name] = {
+            field: _mean(rows, lambda r, f=field, g=get: g(r)[f])  # type: ignore[misc]
+            for field in (recall, "d_at_1", "derived_at_1")
         }
-        for name in ("bulk", "live", "echo")
-    }
     paired = {
         f"{b} minus {a}": {
-            field: _paired([r[b][field] for r in rows], [r[a][field] for r in rows])
-            for field in ("recall_10", "d_at_1")
+            field: _paired(
+                [columns[b](r)[field] for r in rows], [columns[a](r)[field] for r in rows]
+            )
+            for field in (recall, "d_at_1")
         }
-        for a, b in (("bulk", "live"), ("live", "echo"))
-    }
-    sided = [r["anchor_side"] for r in rows if r["anchor_side"] is not None]
-    strict_sided = [r["anchor_side_strict"] for r in rows if r["anchor_side_strict"] is not None]
-    before_after = {
-        "questions_default": len(sided),
-        "anchor_side_at_1_default": sum(sided) / len(sided) if sided else None,
-        "questions_exclude_anchor": len(strict_sided),
-        "anchor_side_at_1_exclude_anchor": (
-            sum(strict_sided) / len(strict_sided) if strict_sided else None
-        ),
-    }
-    print(f"\n== the agent path on LoCoMo dev ({len(rows)} questions)")
-    print(f"{'memory':8} {'Recall@10':>10} {'D@1':>7} {'recorded at 1':>14}")
-    for name, values in table.items():
-        print(
-            f"{name:8} {values['recall_10']:>10.3f} {values['d_at_1']:>7.3f}"
-            f" {values['derived_at_1']:>14.3f}"
+        for a, b in (
+            ("bulk", "live"),
+            ("live", "echo default"),
+            ("echo derived_yield off", "echo default"),
         )
-    for name, fields in paired.items():
-        for field, p in fields.items():
-            print(f"{name:16} {field:10} {p['diff']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}]")
-    print(f"before/after: {before_after}")
-    result = {
-        "command": "python benchmarks/bench_agent_path.py",
+    }
+    sided = [r for r in rows if r["anchor_side"] is not None]
+    strict_sided = [r for r in rows if r["anchor_side_strict"] is not None]
+    before_after = {
+        "questions": len(sided),
+        "anchor_side_at_1_default": _mean(sided, lambda r: float(r["anchor_side"])),
+        "anchor_side_at_1_exclude_anchor": _mean(
+            strict_sided, lambda r: float(r["anchor_side_strict"])
+        ),
+        f"{recall}_default": _mean(sided, lambda r: r["bulk"][recall]),
+        f"{recall}_exclude_anchor": _mean(sided, lambda r: r["strict"][recall]),
+        "all_questions_exclude_anchor_minus_default": {
+            field: _paired([r["strict"][field] for r in rows], [r["bulk"][field] for r in rows])
+            for field in (recall, "d_at_1")
+        },
+    }
+    return {
         "questions": len(rows),
+        "recall": recall,
         "table": table,
         "paired": paired,
         "before_after": before_after,
     }
+
+
+def _print(title: str, summary: dict[str, Any]) -> None:
+    recall = summary["recall"]
+    label = "Recall@10" if recall == "recall_10" else "turn any@10"
+    print(f"\n== {title} ({summary['questions']} questions)")
+    print(f"{'memory':24} {label:>11} {'D@1':>7} {'recorded at 1':>14}")
+    for name, values in summary["table"].items():
+        print(
+            f"{name:24} {values[recall]:>11.3f} {values['d_at_1']:>7.3f}"
+            f" {values['derived_at_1']:>14.3f}"
+        )
+    for name, fields in summary["paired"].items():
+        for field, p in fields.items():
+            if p:
+                print(
+                    f"  {name:42} {field:10} {p['diff']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}]"
+                )
+    ba = summary["before_after"]
+    if ba["questions"]:
+        print(
+            f"  before/after ({ba['questions']} q): anchor side at 1 default"
+            f" {ba['anchor_side_at_1_default']:.2f}, exclude_anchor"
+            f" {ba['anchor_side_at_1_exclude_anchor']:.2f}; {label} default"
+            f" {ba[f'{recall}_default']:.3f}, exclude_anchor {ba[f'{recall}_exclude_anchor']:.3f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, help="at most this many conversations per file")
+    parser.add_argument("--out", default=str(ROOT / "results" / "agent_path"))
+    args = parser.parse_args()
+    if not LOCOMO.exists() and not any(p.exists() for p in LONGMEMEVAL.values()):
+        print("no LoCoMo or LongMemEval dev data under ../shared/data: nothing to run")
+        return
+    out = Path(args.out)
+    embedder = CachedEmbedder(MiniLMEmbedder(), out / "embeddings.sqlite")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="ramem-agent-path-") as tmp:
+        store = ChromaStore.persistent(tmp, embedder)
+        bench = Bench(store)
+        if LOCOMO.exists():
+            rows += locomo_rows(bench, args.limit)
+        rows += longmemeval_rows(bench, args.limit)
+        store.close()
+    groups: dict[str, dict[str, Any]] = {}
+    for dataset in ("locomo", "longmemeval"):
+        mine = [r for r in rows if r["dataset"] == dataset]
+        if not mine:
+            continue
+        groups[dataset] = summarize(mine)
+        for split in ("choose", "report"):
+            part = [r for r in mine if r["split"] == split]
+            if part:
+                groups[f"{dataset} {split}"] = summarize(part)
+        for category in sorted({r["category"] for r in mine}):
+            groups[f"{dataset} {category}"] = summarize(
+                [r for r in mine if r["category"] == category]
+            )
+    for title, summary in groups.items():
+        _print(title, summary)
+    result = {
+        "command": "python benchmarks/bench_agent_path.py",
+        "splits": {
+            "locomo": {"choose": "conv-26/30/41", "report": "conv-42/43"},
+            "longmemeval": {"choose": "dev30", "report": "dev60"},
+        },
+        "groups": groups,
+    }
     path = ROOT / "benchmarks" / "results" / "bench_agent_path.json"
     path.write_text(json.dumps(result, indent=2))
-    print(f"wrote {path}")
+    (out / "rows.jsonl").write_text("".join(json.dumps(r, default=str) + "\n" for r in rows))
+    print(f"\nwrote {path} and {out / 'rows.jsonl'}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""LangChain adapters for RaMem: a retriever, chain memory, agent middleware and a recall tool.
+"""LangChain adapters for RaMem: a retriever, chain memory, agent middleware, a recall tool and a
+LangGraph store.
 
 Install with ``pip install ramem[langchain]``.
 """
@@ -17,6 +18,7 @@ from langchain_ramem.retrievers import RaMemRetriever, evidence_to_document
 if TYPE_CHECKING:  # imported lazily at run time (see __getattr__)
     from langchain_ramem.memory import RaMemMemory
     from langchain_ramem.middleware import MemoryContext, RaMemMiddleware, recall_tool
+    from langchain_ramem.store import RaMemStore
 
 __all__ = [
     "LangChainEmbedder",
@@ -25,6 +27,7 @@ __all__ = [
     "RaMemMemory",
     "RaMemMiddleware",
     "RaMemRetriever",
+    "RaMemStore",
     "evidence_to_document",
     "recall_tool",
 ]
@@ -40,5 +43,9 @@ def __getattr__(name: str) -> object:
         from langchain_ramem import middleware
 
         return getattr(middleware, name)
+    if name == "RaMemStore":
+        from langchain_ramem.store import RaMemStore
+
+        return RaMemStore
     msg = f"module 'langchain_ramem' has no attribute {name!r}"
     raise AttributeError(msg)

@@ -78,6 +78,28 @@ def asks_for_time(query: str) -> bool:
     return _ASKS_TIME.search(query) is not None
 
 
+# "What did you recommend?", "you told me", "your advice", "What did I ask you?": the question is
+# about the dialogue with the agent, so the recorded questions and replies are its evidence.
+_SAID = (
+    r"(?:tell|told|say|said|mention(?:ed)?|recommend(?:ed)?|suggest(?:ed)?|give|gave|provide[d]?"
+    r"|list(?:ed)?|advise[d]?|write|wrote|shar(?:e|ed)|explain(?:ed)?|describe[d]?|answer(?:ed)?"
+    r"|repl(?:y|ied)|call(?:ed)?|name[d]?)"
+)
+_ASKS_DIALOGUE = re.compile(
+    rf"\byou\s+(?:had\s+|have\s+|just\s+)?{_SAID}\b"
+    r"|\byour\s+(?:advice|answer|reply|response|recommendation|suggestion|tip|idea)s?\b"
+    r"|\b(?:I|we)\s+(?:asked|told)\s+you\b|\b(?:did|have)\s+(?:I|we)\s+(?:ask|tell)\s+you\b"
+    r"|\bour\s+(?:conversation|chat|discussion)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_dialogue(query: str) -> bool:
+    """True when ``query`` asks what was said to or by the agent ("What did you recommend for
+    Lisbon?", "What did I ask you yesterday?"), not about the user's own episodes."""
+    return _ASKS_DIALOGUE.search(query) is not None
+
+
 def named_speakers(query: str, context: FrameContext) -> tuple[str, ...]:
     """The people who speak in the memory that ``query`` names ("What has Melanie painted?")."""
     return tuple(mentioned_names(query, context.speakers))
@@ -99,6 +121,7 @@ def framed(
         tuple(times),
         tuple(participants),
         asks_when=asks_for_time(query),
+        asks_dialogue=asks_about_dialogue(query),
         speakers=named_speakers(query, context),
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import os
 import threading
 import uuid
@@ -66,6 +67,14 @@ from ramem_core.validation import (
 
 Progress = Callable[[int, int], None]
 _EMBED_CHUNK = 256
+
+
+_EPOCH_DAY = datetime(1970, 1, 1).date()
+
+
+def keyed_id(key: str) -> str:
+    """The unit id of the memory :meth:`RaMem.put` stores under ``key`` (its first piece)."""
+    return "key-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
 def _default_embedder() -> Embedder:
@@ -493,6 +502,109 @@ class RaMem:
             ]
             self.snapshots.write(ns, units, vectors, new_ids=True)  # one write: all or nothing
             return units[0]
+
+    # ------------------------------------------------------------------ keyed memories
+
+    def put(
+        self,
+        key: str,
+        text: str,
+        *,
+        at: datetime,
+        speaker: str = "user",
+        conversation_id: str = "store",
+        payload: str = "",
+        namespace: str | None = None,
+    ) -> list[MemoryUnit]:
+        """Store ``text`` as the memory of ``key``, replacing what ``key`` held (a keyed
+        memory: a LangGraph store item, a profile fact an agent updates).
+
+        It is anchored as a turn said by ``speaker`` at ``at`` ("yesterday" resolves against
+        ``at``); the writes of one conversation on one day form a session, so they are
+        episodes of that day. ``payload`` is kept with it unchanged
+        (:attr:`MemoryUnit.payload`). A text longer than
+        :data:`~ramem_core.anchoring.PIECE_CHARS` is stored as several pieces, all replaced
+        together; the first piece's id is :func:`keyed_id` of ``key``.
+
+        Raises:
+            InvalidInputError: an empty key or text, a bad ``at`` or speaker; nothing is
+                written then.
+        """
+        ns = self._ns(namespace)
+        if not isinstance(key, str) or not key:
+            msg = f"key must be a non-empty string, got {key!r}"
+            raise InvalidInputError(msg)
+        moment = check_moment(at, "at")
+        check_name(speaker, "speaker")
+        check_id(conversation_id, "conversation_id")
+        text = check_text(text, f"text of key {key!r}", limit=MAX_TEXT_CHARS)
+        if not isinstance(payload, str):
+            msg = f"payload must be a string, got {type(payload).__name__}"
+            raise InvalidInputError(msg)
+        base = keyed_id(key)
+        day = moment.date()
+        session_id = f"{conversation_id}-{day.isoformat()}"
+        turn = Turn(f"{session_id}:{base}", speaker, text, moment)
+        drafts = self.anchorer.anchor(
+            Conversation(conversation_id, (Session(session_id, (turn,), moment),), (speaker,))
+        )
+        vectors = self.embedder.embed([d.content for d in drafts])
+        seconds = moment.hour * 3600 + moment.minute * 60 + moment.second
+        units = [
+            replace(
+                draft,
+                id=base if part == 0 else f"{base}-p{part}",
+                source_ids=(f"{base}/{len(drafts)}",),  # the key's piece count, for replacing
+                payload=payload,
+                context=replace(
+                    draft.context,
+                    session_span=TimeSpan(moment, moment, Granularity.INSTANT),
+                    session_index=(day - _EPOCH_DAY).days,
+                    turn_index=seconds,
+                ),
+            )
+            for part, draft in enumerate(drafts)
+        ]
+        with self._lock:
+            before = self._pieces(ns, base)
+            self.snapshots.write(ns, units, vectors)
+            stale = [f"{base}-p{part}" for part in range(len(units), before)]
+            if stale:
+                self.snapshots.delete(ns, ids=stale)
+        return units
+
+    def _pieces(self, namespace: str, base: str) -> int:
+        """How many pieces the keyed memory ``base`` has stored (0 when none)."""
+        if not self.store.has_namespace(namespace):
+            return 0
+        found = self.store.get(namespace, ids=[base])
+        if not found or not found[0].source_ids:
+            return 0
+        _, _, count = found[0].source_ids[0].rpartition("/")
+        return int(count) if count.isdigit() else 1
+
+    def get_keyed(
+        self, keys: Sequence[str], *, namespace: str | None = None
+    ) -> dict[str, MemoryUnit]:
+        """The memories stored by :meth:`put` under ``keys`` (first pieces), by key; keys
+        with none are absent."""
+        ns = self._ns(namespace)
+        if not self.store.has_namespace(ns):
+            return {}
+        ids = {keyed_id(k): k for k in keys}
+        return {ids[u.id]: u for u in self.store.get(ns, ids=list(ids))}
+
+    def delete_keyed(self, keys: Sequence[str], *, namespace: str | None = None) -> int:
+        """Delete the memories of ``keys`` (every piece); returns how many units went."""
+        ns = self._ns(namespace)
+        if not self.store.has_namespace(ns):
+            return 0
+        with self._lock:
+            ids = []
+            for key in keys:
+                base = keyed_id(key)
+                ids += [base, *(f"{base}-p{p}" for p in range(1, self._pieces(ns, base)))]
+            return self.snapshots.delete(ns, ids=ids) if ids else 0
 
     def _live_session(self, namespace: str, conversation_id: str) -> SessionState | None:
         """The conversation's latest session as stored (every reader derives it alike)."""

@@ -31,6 +31,7 @@ from ramem_core.temporal import describe
 from ramem_core.types import (
     DEFAULT_K,
     Evidence,
+    Kind,
     MemoryUnit,
     RecallFrame,
     Relation,
@@ -80,6 +81,12 @@ class RetrievalConfig:
             statement. ``None`` turns it off. Not tuned (bulk-ingested conversations hold
             statements only); 0.5 keeps a restatement or a question with its source, and
             leaves a reply about something else where it ranked.
+        derived_yield: unless the frame asks about the dialogue with the agent
+            (:attr:`RecallFrame.asks_dialogue`), such a reply moves after every statement of
+            the list instead of just after its source, and so does every question: a
+            restatement or a question adds no evidence, so it takes no top place from a
+            statement that might be evidence. Off,
+            the echo benchmark's Recall@10 fell by 0.04 (``benchmarks/results/TUNING.md``).
     """
 
     keys: EpisodicKeys = field(default_factory=EpisodicKeys)
@@ -95,6 +102,7 @@ class RetrievalConfig:
     time_weight: float = 0.5
     window_slots: int = 2
     derived_last: float | None = 0.5
+    derived_yield: bool = True
     exclude_anchor: bool = False
 
     def __post_init__(self) -> None:
@@ -469,7 +477,8 @@ class Retriever:
         chosen = [(row, True) for row in valid]
         chosen += [(row, False) for row in order if row not in first]
         if cfg.derived_last is not None and snap.vectors is not None:
-            chosen = _after_their_sources(chosen, snap, cfg.derived_last)
+            last = cfg.derived_yield and not frame.asks_dialogue
+            chosen = _after_their_sources(chosen, snap, cfg.derived_last, to_end=last)
         evidence = []
         ceiling = np.inf
         for rank, (row, contextual) in enumerate(chosen[:k], start=1):
@@ -495,11 +504,12 @@ class Retriever:
 
 
 def _after_their_sources(
-    chosen: list[tuple[int, bool]], snap: Snapshot, threshold: float
+    chosen: list[tuple[int, bool]], snap: Snapshot, threshold: float, *, to_end: bool = False
 ) -> list[tuple[int, bool]]:
     """``chosen`` with each question or reply moved to just after the lowest-placed statement
-    of the list it restates or asks about (cosine at least ``threshold``); everything else
-    keeps its order."""
+    of the list it restates or asks about (cosine at least ``threshold``), or with ``to_end``
+    after every statement of the list (a question always: asking is not evidence of an event);
+    everything else keeps its order."""
     rows = np.asarray([row for row, _ in chosen], dtype=np.int64)
     derived = snap.derived[rows]
     if not derived.any() or snap.vectors is None:
@@ -516,7 +526,11 @@ def _after_their_sources(
         sources = np.flatnonzero(similar[d] & statements)
         d += 1
         below = sources[sources > place]
-        keys.append((int(below.max()) if len(below) else place, 1, place))
+        asked = snap.unit(int(rows[place])).context.kind is Kind.QUESTION
+        if to_end and (len(sources) or asked):
+            keys.append((len(chosen), 1, place))
+        else:
+            keys.append((int(below.max()) if len(below) else place, 1, place))
     return [chosen[place] for _, _, place in sorted(keys)]
 
 

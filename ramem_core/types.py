@@ -189,12 +189,18 @@ class EpisodicContext:
 
 @dataclass(frozen=True, slots=True)
 class MemoryUnit:
-    """A situated memory: a self-contained content plus its episodic context."""
+    """A situated memory: a self-contained content plus its episodic context.
+
+    ``payload`` is an opaque string an application stores with the memory and gets back
+    unchanged (e.g. :class:`langchain_ramem.RaMemStore` keeps a LangGraph item's value
+    there); it is never indexed, embedded or shown to a model.
+    """
 
     id: str
     content: str
     context: EpisodicContext
     source_ids: tuple[str, ...] = ()
+    payload: str = ""
 
 
 # --------------------------------------------------------------------------- recall
@@ -245,6 +251,9 @@ class RecallFrame:
             rank higher.
         speakers: people the question names who speak in the memory (not a condition: their
             memories rank higher, "What has Melanie painted?").
+        asks_dialogue: the question asks what was said to or by the agent ("What did you
+            recommend?", "What did I ask you about Lisbon?"): recorded questions and replies
+            (:class:`Kind`) keep their place instead of yielding to statements.
     """
 
     query: str
@@ -254,6 +263,7 @@ class RecallFrame:
     participants: tuple[str, ...] = ()
     asks_when: bool = False
     speakers: tuple[str, ...] = ()
+    asks_dialogue: bool = False
 
     @property
     def grounded_times(self) -> tuple[TimeConstraint, ...]:
@@ -280,6 +290,8 @@ class RecallFrame:
             lines.append(f"names who speaks: {', '.join(self.speakers)}")
         if self.asks_when:
             lines.append("asks when: memories that say when rank higher")
+        if self.asks_dialogue:
+            lines.append("asks what was said to or by the agent: questions and replies count")
         if not self.is_grounded:
             lines.append("no grounded condition: content retrieval only")
         return "\n".join(lines)

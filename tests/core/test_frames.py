@@ -268,6 +268,26 @@ def test_questions_asking_when_are_recognised(query: str, asks: bool) -> None:
 
 
 @pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("What did you recommend for Lisbon?", True),
+        ("Can you remind me what you told me about the hotel?", True),
+        ("I remember you mentioned a book about Rome, which one?", True),
+        ("What did I ask you yesterday?", True),
+        ("What was your advice on tents?", True),
+        ("Can you remind me where I went last week?", False),
+        ("Do you know what I bought?", False),
+        ("What did Caroline tell Melanie?", False),
+        ("Where did you go camping?", False),
+    ],
+)
+def test_questions_about_the_dialogue_with_the_agent_are_recognised(query: str, asks: bool) -> None:
+    from ramem_core.frames import asks_about_dialogue
+
+    assert asks_about_dialogue(query) is asks
+
+
+@pytest.mark.parametrize(
     "query",
     [
         "What did we do in March?",

@@ -705,3 +705,61 @@ def test_add_turn_stores_a_conversations_question_as_a_statement(memory: RaMem) 
     [asked, _] = memory.add_exchange("What did I paint yesterday?", "A sunset.", at=at)
     assert asked.context.kind is Kind.QUESTION
     assert asked.context.event_time is None
+
+
+def _echoed(memory: RaMem) -> None:
+    """Three statements, then the agent asked about camping three times, each reply restating
+    the camping memory."""
+    memory.add_turn(
+        "user", "I went camping in the Alps with my sister Jo.", at=datetime(2024, 8, 17, 10)
+    )
+    memory.add_turn("user", "My dentist appointment is on Friday.", at=datetime(2024, 8, 20, 10))
+    memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 9, 1, 10))
+    for day in (1, 2, 3):
+        memory.add_exchange(
+            "Who went camping with me in the Alps?",
+            "You went camping in the Alps with your sister Jo.",
+            at=datetime(2024, 12, day, 10),
+        )
+
+
+def test_questions_and_replies_yield_the_top_places_to_statements(memory: RaMem) -> None:
+    _echoed(memory)
+    found = memory.recall("Who went camping with me in the Alps?", k=3)
+    assert [e.unit.context.kind for e in found] == [Kind.STATEMENT] * 3
+    assert "camping" in found[0].unit.content
+    kept = RaMem(memory.store, counter=WordCounter(), config=RetrievalConfig(derived_yield=False))
+    placed = kept.recall("Who went camping with me in the Alps?", k=3)
+    assert placed[0].unit.id == found[0].unit.id  # the source first either way
+    assert placed[1].unit.context.kind is not Kind.STATEMENT  # only after its source
+
+
+def test_a_question_about_the_dialogue_finds_the_replies(memory: RaMem) -> None:
+    _echoed(memory)
+    frame = memory.frame("What did you tell me about camping in the Alps?")
+    assert frame.asks_dialogue
+    assert "asks what was said" in str(frame)
+    found = memory.recall("What did you tell me about camping in the Alps?", k=4)
+    assert Kind.REPLY in {e.unit.context.kind for e in found}
+    asked = memory.recall("Who went camping with me in the Alps?", k=4)
+    assert [e.unit.context.kind for e in asked][:3] == [Kind.STATEMENT] * 3
+
+
+def test_a_recorded_question_is_not_the_answer_to_itself(memory: RaMem) -> None:
+    memory.add_turn("user", "My dentist appointment is on Friday.", at=datetime(2024, 8, 20, 10))
+    memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 9, 1, 10))
+    memory.add_exchange(
+        "What should I pack for Lisbon?",
+        "Pack light clothes for Lisbon.",
+        at=datetime(2024, 12, 3, 10),
+    )
+    found = memory.recall("What should I pack for Lisbon?", k=5)
+    assert found[0].unit.context.kind is Kind.REPLY  # a reply on the topic keeps its place
+    kinds = [e.unit.context.kind for e in found]
+    assert kinds.index(Kind.QUESTION) > max(
+        i for i, kind in enumerate(kinds) if kind is Kind.STATEMENT
+    )
+    kept = RaMem(memory.store, counter=WordCounter(), config=RetrievalConfig(derived_yield=False))
+    assert kept.recall("What should I pack for Lisbon?", k=5)[0].unit.context.kind is (
+        Kind.QUESTION
+    )

@@ -1,0 +1,584 @@
+"""RaMem as a LangGraph store: ``create_agent(..., store=RaMemStore(memory))`` and langmem's tools.
+
+A put is a memory with its episode (:meth:`ramem_core.RaMem.put`): the write time as session
+time (or the value's ``said_at`` ISO time), the run's ``thread_id`` as the conversation, the
+namespace's owner as speaker unless the value names a ``speaker``. ``search(query=...)`` goes
+through RaMem's recall frame, so "what did I plan last August?" or "after the move" is
+grounded against the namespace's own time range.
+
+Namespaces: the first ``tenant_depth`` labels of a LangGraph namespace name one RaMem
+namespace (``("memories", "u-42")`` is ``lg.memories.u-42``); deeper labels are kept with each
+item, so prefix searches and listings match whole labels. Everything is answered from what is
+stored, never from a process-local registry, so several workers can share one Chroma server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, datetime, timezone
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    validate_op_namespace,
+)
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
+from ramem_core import InvalidInputError, RaMem
+from ramem_core.memory import keyed_id
+from ramem_core.types import MemoryUnit, utc_now
+from ramem_core.validation import MAX_QUERY_CHARS, check_name
+
+PREFIX = "lg"
+"""RaMem namespaces of a :class:`RaMemStore` start with ``lg.``."""
+
+DEFAULT_FIELDS = ("content", "content.content")
+"""Where the indexed text of a value is looked for, in order (``content.content`` is how
+langmem writes a schema'd memory); a value with none of them is indexed as its JSON."""
+
+_SAFE = re.compile(r"[A-Za-z0-9-]")
+_MAX_NAME = 122
+_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+# --------------------------------------------------------------------------- namespaces
+
+
+def encode_tenant(tenant: tuple[str, ...]) -> str:
+    """The RaMem namespace of a tenant tuple: ``lg`` and each label after a ``.``, characters
+    other than letters, digits and inner ``-`` written as ``_xx`` (UTF-8 bytes in hex);
+    reversible (:func:`decode_tenant`). A name longer than 122 characters becomes
+    ``lg-h`` and a hash (its labels are then read from the items)."""
+    parts = [PREFIX]
+    for label in tenant:
+        out = []
+        for position, char in enumerate(label):
+            edge = char == "-" and position in (0, len(label) - 1)
+            if _SAFE.fullmatch(char) and not edge:
+                out.append(char)
+            else:
+                out.append("".join(f"_{b:02x}" for b in char.encode("utf-8")))
+        parts.append("".join(out))
+    name = ".".join(parts)
+    if len(name) > _MAX_NAME:
+        import hashlib
+
+        digest = hashlib.sha256(json.dumps(list(tenant)).encode("utf-8")).hexdigest()[:40]
+        return f"{PREFIX}-h{digest}"
+    return name
+
+
+def decode_tenant(name: str) -> tuple[str, ...] | None:
+    """The tenant tuple of a RaMem namespace made by :func:`encode_tenant`; ``None`` for a
+    hashed name or a namespace that is not a store's."""
+    if not name.startswith(PREFIX + "."):
+        return None
+    labels = []
+    for part in name[len(PREFIX) + 1 :].split("."):
+        raw = bytearray()
+        for m in re.finditer(r"_([0-9a-f]{2})|([A-Za-z0-9-])", part):
+            raw += bytes([int(m.group(1), 16)]) if m.group(1) else m.group(2).encode("ascii")
+        try:
+            labels.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+    return tuple(labels)
+
+
+def _is_store_namespace(name: str) -> bool:
+    return name.startswith((PREFIX + ".", PREFIX + "-h"))
+
+
+# --------------------------------------------------------------------------- filters
+
+
+def _as_time(value: Any) -> datetime | None:
+    """``value`` as a UTC-naive datetime when it is an ISO date or datetime (or one)."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str) and re.match(r"^\d{4}-\d{2}-\d{2}", value):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    else:
+        return None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _ordered(item: Any, operator: str, operand: Any) -> bool:
+    """``item <op> operand`` for numbers or times; a value of another kind never matches."""
+    number = _number(operand)
+    if number is not None:
+        left: Any = _number(item)
+        right: Any = number
+    else:
+        left, right = _as_time(item), _as_time(operand)
+    if left is None or right is None:
+        return False
+    if operator == "$gt":
+        return bool(left > right)
+    if operator == "$gte":
+        return bool(left >= right)
+    if operator == "$lt":
+        return bool(left < right)
+    return bool(left <= right)
+
+
+def check_filter(flt: Any, where: str = "filter") -> None:
+    """Raise :class:`InvalidInputError` naming what is wrong with a search filter: it must be a
+    dict; ``$and``/``$or`` take lists of filters; operators are :data:`_OPERATORS`, and the
+    ordering ones take a number or an ISO date/datetime."""
+    if not isinstance(flt, Mapping):
+        msg = f"{where} must be a dict, got {type(flt).__name__}"
+        raise InvalidInputError(msg)
+    for key, condition in flt.items():
+        if not isinstance(key, str):
+            msg = f"{where} keys must be strings, got {key!r}"
+            raise InvalidInputError(msg)
+        if key in ("$and", "$or"):
+            if not isinstance(condition, list | tuple) or not condition:
+                msg = f"{where}[{key!r}] must be a non-empty list of filters"
+                raise InvalidInputError(msg)
+            for i, part in enumerate(condition):
+                check_filter(part, f"{where}[{key!r}][{i}]")
+        elif key.startswith("$"):
+            msg = f"unknown filter operator {key!r} in {where}: use $and or $or at this level"
+            raise InvalidInputError(msg)
+        elif isinstance(condition, Mapping) and any(
+            isinstance(k, str) and k.startswith("$") for k in condition
+        ):
+            for op, operand in condition.items():
+                if op not in _OPERATORS:
+                    msg = (
+                        f"unknown filter operator {op!r} for {key!r} in {where}: use one of"
+                        f" {', '.join(_OPERATORS)}"
+                    )
+                    raise InvalidInputError(msg)
+                if op in ("$eq", "$ne"):
+                    continue
+                if _number(operand) is None and _as_time(operand) is None:
+                    msg = (
+                        f"{op} for {key!r} in {where} needs a number or an ISO date/datetime,"
+                        f" got {operand!r}"
+                    )
+                    raise InvalidInputError(msg)
+        elif isinstance(condition, Mapping):
+            check_filter(condition, f"{where}[{key!r}]")
+
+
+def matches(value: Any, flt: Mapping[str, Any]) -> bool:
+    """Whether an item's ``value`` satisfies a checked filter (:func:`check_filter`)."""
+    for key, condition in flt.items():
+        if key == "$and":
+            if not all(matches(value, part) for part in condition):
+                return False
+        elif key == "$or":
+            if not any(matches(value, part) for part in condition):
+                return False
+        elif not _compare(value.get(key) if isinstance(value, Mapping) else None, condition):
+            return False
+    return True
+
+
+def _compare(item: Any, condition: Any) -> bool:
+    """LangGraph's JSON-like comparison, with ordering on numbers and times."""
+    if isinstance(condition, Mapping):
+        if any(isinstance(k, str) and k.startswith("$") for k in condition):
+            for op, operand in condition.items():
+                if op == "$eq":
+                    ok = item == operand
+                elif op == "$ne":
+                    ok = item != operand
+                else:
+                    ok = _ordered(item, op, operand)
+                if not ok:
+                    return False
+            return True
+        return isinstance(item, Mapping) and matches(item, condition)
+    if isinstance(condition, list | tuple):
+        return (
+            isinstance(item, list | tuple)
+            and len(item) == len(condition)
+            and all(_compare(i, c) for i, c in zip(item, condition, strict=True))
+        )
+    return bool(item == condition)
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def _in_run_thread() -> str | None:
+    """The ``thread_id`` of the LangGraph run this call is part of, if any."""
+    try:
+        from langgraph.config import get_config
+
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a run
+        return None
+    thread = configurable.get("thread_id")
+    return str(thread) if thread is not None else None
+
+
+def _record(unit: MemoryUnit) -> dict[str, Any] | None:
+    try:
+        record = json.loads(unit.payload)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and "key" in record else None
+
+
+def _item(record: Mapping[str, Any], score: float | None = None, *, ranked: bool = False) -> Item:
+    fields: dict[str, Any] = {
+        "namespace": tuple(record["ns"]),
+        "key": record["key"],
+        "value": record["value"],
+        "created_at": datetime.fromisoformat(record["created"]),
+        "updated_at": datetime.fromisoformat(record["updated"]),
+    }
+    return SearchItem(**fields, score=score) if ranked else Item(**fields)
+
+
+class RaMemStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose search is RaMem's episodic recall.
+
+    Args:
+        memory: the RaMem the items live in (its store decides where: local or a Chroma
+            server).
+        tenant_depth: how many leading namespace labels name one RaMem namespace (one user's
+            memory); deeper labels are kept with the items.
+        fields: where a value's indexed text is (dotted paths, as LangGraph's
+            ``IndexConfig.fields``); default :data:`DEFAULT_FIELDS`, else the value's JSON.
+        time_field: a value key holding the item's own ISO time (session time), used instead
+            of the write time when present and parseable.
+        clock: the write time (naive UTC).
+
+    Differences from LangGraph's ``InMemoryStore`` (the reference): ``created_at`` is kept
+    when an item is updated; a query always ranks (RaMem indexes every store); scores are
+    ``1 / rank`` within one RaMem namespace, and a search spanning several interleaves them by
+    rank; ordering filters compare numbers as numbers and ISO dates as times; ``$and`` /
+    ``$or`` are supported; a namespace whose items are all deleted is no longer listed; a
+    queryless search lists the latest update first; a malformed filter is an
+    :class:`~ramem_core.InvalidInputError` before anything in the batch runs. TTL is not
+    supported (``supports_ttl`` is False).
+    """
+
+    supports_ttl = False
+
+    def __init__(
+        self,
+        memory: RaMem,
+        *,
+        tenant_depth: int = 2,
+        fields: Sequence[str] | None = None,
+        time_field: str | None = "said_at",
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        if isinstance(tenant_depth, bool) or not isinstance(tenant_depth, int) or tenant_depth < 1:
+            msg = f"tenant_depth must be a positive integer, got {tenant_depth!r}"
+            raise InvalidInputError(msg)
+        self.memory = memory
+        self.tenant_depth = tenant_depth
+        self.fields = tuple(fields) if fields is not None else DEFAULT_FIELDS
+        self._paths = [(f, tokenize_path(f)) for f in self.fields]
+        self.time_field = time_field
+        self.clock = clock
+
+    # ------------------------------------------------------------------ the contract
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute ``ops``: reads see the store as it was before the batch's writes; the last
+        put to a key wins. Every op is checked first, so a bad one writes nothing."""
+        ops = list(ops)
+        for op in ops:
+            self._check(op)
+        results: list[Result] = []
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op.namespace, op.key))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            else:
+                assert isinstance(op, PutOp)
+                puts[(op.namespace, op.key)] = op
+                results.append(None)
+        for op in puts.values():
+            self._put(op)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread: the event loop never waits on the store."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def drop_namespace(self, namespace: tuple[str, ...]) -> int:
+        """Delete every item whose namespace starts with ``namespace`` (whole labels);
+        returns how many items went."""
+        validate_op_namespace(SearchOp(tuple(namespace)))
+        gone = 0
+        for name in self._tenant_names(tuple(namespace)):
+            records = [r for r in self._records(name) if _under(r["ns"], namespace)]
+            if not records:
+                continue
+            tenant = tuple(records[0]["ns"][: self.tenant_depth])
+            everything = len(namespace) <= len(tenant) and len(records) == len(self._records(name))
+            if everything:
+                self.memory.drop(namespace=name)
+            else:
+                self.memory.delete_keyed([_composite(r) for r in records], namespace=name)
+            gone += len(records)
+        return gone
+
+    # ------------------------------------------------------------------ checks
+
+    def _check(self, op: Op) -> None:
+        if not isinstance(op, GetOp | SearchOp | ListNamespacesOp | PutOp):
+            msg = f"unknown store operation {type(op).__name__}"
+            raise InvalidInputError(msg)
+        validate_op_namespace(op)
+        if isinstance(op, PutOp):
+            if not op.namespace:
+                raise InvalidNamespaceError("Namespace cannot be empty.")
+            if op.namespace[0] == "langgraph":
+                msg = f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
+                raise InvalidNamespaceError(msg)
+            if not isinstance(op.key, str) or not op.key:
+                msg = f"an item key must be a non-empty string, got {op.key!r}"
+                raise InvalidInputError(msg)
+            if op.value is not None and not isinstance(op.value, Mapping):
+                msg = f"an item value must be a dict, got {type(op.value).__name__}"
+                raise InvalidInputError(msg)
+            if op.value is not None:
+                try:
+                    json.dumps(op.value)
+                except (TypeError, ValueError) as exc:
+                    msg = f"the value of {op.key!r} is not JSON: {exc}"
+                    raise InvalidInputError(msg) from exc
+        if isinstance(op, SearchOp):
+            if op.filter is not None:
+                check_filter(op.filter)
+            for name in ("limit", "offset"):
+                value = getattr(op, name)
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    msg = f"search {name} must be a non-negative integer, got {value!r}"
+                    raise InvalidInputError(msg)
+            if op.query is not None and not isinstance(op.query, str):
+                msg = f"a search query must be a string, got {type(op.query).__name__}"
+                raise InvalidInputError(msg)
+
+    # ------------------------------------------------------------------ reads
+
+    def _tenant(self, namespace: tuple[str, ...]) -> str:
+        return encode_tenant(namespace[: self.tenant_depth])
+
+    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        found = self.memory.get_keyed(
+            [_composite({"ns": namespace, "key": key})], namespace=self._tenant(namespace)
+        )
+        record = next((_record(u) for u in found.values()), None)
+        return _item(record) if record is not None else None
+
+    def _tenant_names(self, prefix: tuple[str, ...]) -> list[str]:
+        """The RaMem namespaces that may hold items under ``prefix``."""
+        if len(prefix) >= self.tenant_depth:
+            name = self._tenant(prefix)
+            return [name] if self.memory.store.has_namespace(name) else []
+        names = []
+        for name in sorted(self.memory.store.namespaces()):
+            if not _is_store_namespace(name):
+                continue
+            tenant = decode_tenant(name)
+            if tenant is None or tuple(tenant[: len(prefix)]) == prefix:
+                names.append(name)
+        return names
+
+    def _records(self, name: str) -> list[dict[str, Any]]:
+        """Every item stored in the RaMem namespace ``name`` (first pieces only)."""
+        records = []
+        for unit in self.memory.store.get(name):
+            record = _record(unit)
+            if record is not None and unit.id == keyed_id(_composite(record)):
+                records.append(record)
+        return records
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        flt = op.filter or {}
+
+        def wanted(record: Mapping[str, Any]) -> bool:
+            return _under(record["ns"], prefix) and matches(record["value"], flt)
+
+        names = self._tenant_names(prefix)
+        if not op.query:
+            records = [r for name in names for r in self._records(name) if wanted(r)]
+            records.sort(key=lambda r: (r["updated"], r["key"]), reverse=True)
+            return [
+                _item(r, ranked=True)  # type: ignore[misc]
+                for r in records[op.offset : op.offset + op.limit]
+            ]
+        need = op.offset + op.limit
+        ranked: list[tuple[int, int, dict[str, Any]]] = []  # (rank, tenant, record)
+        plain: list[dict[str, Any]] = []
+        for position, name in enumerate(names):
+            query = op.query[-MAX_QUERY_CHARS:]
+            found, rest = self._ranked(name, query, wanted, need, bool(flt))
+            ranked += [(rank, position, r) for rank, r in enumerate(found, start=1)]
+            plain += rest
+        ranked.sort(key=lambda t: (t[0], t[1]))
+        out: list[SearchItem] = [
+            _item(r, 1.0 / rank, ranked=True)  # type: ignore[misc]
+            for rank, _, r in ranked
+        ]
+        if len(out) < need:  # as InMemoryStore: unindexed items after the ranked, unscored
+            plain.sort(key=lambda r: (r["updated"], r["key"]), reverse=True)
+            out += [_item(r, ranked=True) for r in plain]  # type: ignore[misc]
+        return out[op.offset : need]
+
+    def _ranked(
+        self,
+        name: str,
+        query: str,
+        wanted: Callable[[Mapping[str, Any]], bool],
+        need: int,
+        filtered: bool,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The wanted indexed items of one RaMem namespace in recall order (at least ``need``
+        when there are that many), and its wanted unindexed ones when room is left."""
+        if need == 0:
+            return [], []
+        k = 4 * need if filtered else need + 10  # room for pieces and unindexed items
+        while True:
+            evidence = self.memory.recall(query, k, namespace=name)
+            seen: set[str] = set()
+            found: list[dict[str, Any]] = []
+            plain: list[dict[str, Any]] = []
+            for e in evidence:
+                record = _record(e.unit)
+                if record is None:
+                    continue
+                composite = _composite(record)
+                if composite in seen or not wanted(record):
+                    continue
+                seen.add(composite)
+                (found if record.get("index", True) else plain).append(record)
+            exhausted = len(evidence) < k
+            if len(found) >= need or exhausted:
+                break
+            k *= 4
+        if exhausted or len(found) >= need:  # every item ranked, or no room for the rest
+            return found, plain
+        # unindexed items ranked below k: read them from the store
+        plain = [r for r in self._records(name) if not r.get("index", True) and wanted(r)]
+        return found, plain
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        stored: set[tuple[str, ...]] = set()
+        for name in self._tenant_names(()):
+            stored |= {tuple(r["ns"]) for r in self._records(name)}
+        namespaces = [
+            ns for ns in stored if all(_does_match(c, ns) for c in op.match_conditions or ())
+        ]
+        if op.max_depth is not None:
+            namespaces = sorted({ns[: op.max_depth] for ns in namespaces})
+        else:
+            namespaces = sorted(namespaces)
+        return namespaces[op.offset : op.offset + op.limit]
+
+    # ------------------------------------------------------------------ writes
+
+    def _put(self, op: PutOp) -> None:
+        namespace, key = tuple(op.namespace), op.key
+        tenant = self._tenant(namespace)
+        composite = _composite({"ns": namespace, "key": key})
+        if op.value is None:
+            self.memory.delete_keyed([composite], namespace=tenant)
+            return
+        value = dict(op.value)
+        now = self.clock()
+        now = now.replace(tzinfo=timezone.utc) if now.tzinfo is None else now
+        previous = self._get(namespace, key)
+        created = previous.created_at if previous is not None else now
+        indexed = op.index is not False
+        record = {
+            "ns": list(namespace),
+            "key": key,
+            "value": value,
+            "created": created.isoformat(),
+            "updated": now.isoformat(),
+            "index": indexed,
+        }
+        said = _as_time(value.get(self.time_field)) if self.time_field else None
+        self.memory.put(
+            composite,
+            self._text(value, op.index),
+            at=said or now.astimezone(timezone.utc).replace(tzinfo=None),
+            speaker=self._speaker(namespace, value),
+            conversation_id=_in_run_thread() or "store",
+            payload=json.dumps(record, ensure_ascii=False),
+            namespace=tenant,
+        )
+
+    def _text(self, value: Mapping[str, Any], index: Any) -> str:
+        """The text a value is found by: its ``fields`` (or the put's own ``index`` paths)."""
+        paths = [(p, tokenize_path(p)) for p in index] if isinstance(index, list) else self._paths
+        for _, path in paths:
+            texts = [t for t in get_text_at_path(value, path) if t and t.strip()]
+            if texts:
+                return "\n".join(texts)
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+    def _speaker(self, namespace: tuple[str, ...], value: Mapping[str, Any]) -> str:
+        """The value's ``speaker``, else the namespace's owner (its tenant's last label)."""
+        owner = namespace[: self.tenant_depth][-1]
+        for candidate in (value.get("speaker"), owner):
+            if isinstance(candidate, str):
+                try:
+                    return check_name(candidate, "speaker")
+                except InvalidInputError:
+                    continue
+        return "user"
+
+
+def _composite(record: Mapping[str, Any]) -> str:
+    """The RaMem key of an item: its whole namespace and its key."""
+    return json.dumps([list(record["ns"]), record["key"]], ensure_ascii=False)
+
+
+def _under(namespace: Sequence[str], prefix: Sequence[str]) -> bool:
+    """``namespace`` starts with ``prefix``, label by label."""
+    return tuple(namespace[: len(prefix)]) == tuple(prefix)
+
+
+def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    labels = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
+    if not path:
+        return True
+    return all(p == "*" or p == label for p, label in zip(path, labels, strict=True))

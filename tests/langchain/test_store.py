@@ -1,0 +1,451 @@
+"""RaMemStore, the LangGraph store: a differential suite against LangGraph's InMemoryStore for
+everything the BaseStore contract fixes, then what RaMem adds (episodic search, time filters,
+$and/$or, kept created_at), agents and langmem's tools."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from itertools import count
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime, tool
+from langchain_core.messages import AIMessage
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    PutOp,
+    SearchOp,
+)
+from langgraph.store.memory import InMemoryStore as ReferenceStore
+
+from langchain_ramem.store import RaMemStore, decode_tenant, encode_tenant
+from langchain_ramem.testing import ScriptedChatModel
+from ramem_core import InvalidInputError, RaMem
+from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
+
+
+def ticking(start: datetime = datetime(2024, 1, 1, 9, 0)) -> Callable[[], datetime]:
+    ticks = count()
+    return lambda: start + timedelta(minutes=next(ticks))
+
+
+def ramem_store(**kwargs: Any) -> RaMemStore:
+    memory = RaMem(InMemoryStore(HashEmbedder()), counter=WordCounter())
+    return RaMemStore(memory, clock=kwargs.pop("clock", ticking()), **kwargs)
+
+
+@pytest.fixture(params=["reference", "ramem", "ramem-chroma"])
+def either(request: pytest.FixtureRequest, memory: RaMem) -> BaseStore:
+    """The same scenario against LangGraph's InMemoryStore and RaMemStore (fake and Chroma)."""
+    if request.param == "reference":
+        return ReferenceStore()
+    if request.param == "ramem":
+        return ramem_store()
+    return RaMemStore(memory, clock=ticking())
+
+
+def keys(items: list[Any]) -> set[tuple[tuple[str, ...], str]]:
+    return {(tuple(i.namespace), i.key) for i in items}
+
+
+# ---------------------------------------------------------------- the contract, differentially
+
+
+def test_values_round_trip_exactly(either: BaseStore) -> None:
+    value = {"content": "Jo likes tea", "nested": {"a": [1, 2.5, None, True]}, "é": "ü"}
+    either.put(("memories", "u1"), "k1", value)
+    item = either.get(("memories", "u1"), "k1")
+    assert item is not None
+    assert item.value == value
+    assert (item.namespace, item.key) == (("memories", "u1"), "k1")
+    assert either.get(("memories", "u1"), "missing") is None
+    assert either.get(("memories", "u2"), "k1") is None
+
+
+def test_update_replaces_and_delete_removes(either: BaseStore) -> None:
+    either.put(("memories", "u1"), "k1", {"content": "old"})
+    either.put(("memories", "u1"), "k1", {"content": "new", "extra": 1})
+    item = either.get(("memories", "u1"), "k1")
+    assert item is not None
+    assert item.value == {"content": "new", "extra": 1}
+    assert len(either.search(("memories",))) == 1
+    either.delete(("memories", "u1"), "k1")
+    either.delete(("memories", "u1"), "never-there")
+    assert either.get(("memories", "u1"), "k1") is None
+    assert either.search(("memories",)) == []
+
+
+def _fill(store: BaseStore) -> None:
+    store.put(("foo",), "a", {"content": "alpha", "n": 1, "tag": "x", "meta": {"lang": "en"}})
+    store.put(("foo", "x"), "b", {"content": "beta", "n": 5, "tag": "y", "meta": {"lang": "de"}})
+    store.put(("foo", "x", "deep"), "c", {"content": "gamma", "n": 9, "tag": "x"})
+    store.put(("foobar",), "d", {"content": "delta", "n": 3, "tag": "x"})
+    store.put(("other", "u"), "e", {"content": "eps", "n": 7, "list": [1, 2]})
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ((), {"a", "b", "c", "d", "e"}),
+        (("foo",), {"a", "b", "c"}),  # whole labels: not ("foobar",)
+        (("foo", "x"), {"b", "c"}),
+        (("foo", "x", "deep"), {"c"}),
+        (("foob",), set()),
+        (("nothing",), set()),
+    ],
+)
+def test_prefixes_match_whole_labels(
+    either: BaseStore, prefix: tuple[str, ...], expected: set[str]
+) -> None:
+    _fill(either)
+    assert {i.key for i in either.search(prefix, limit=50)} == expected
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        ({"tag": "x"}, {"a", "c", "d"}),
+        ({"meta": {"lang": "de"}}, {"b"}),
+        ({"list": [1, 2]}, {"e"}),
+        ({"n": {"$eq": 5}}, {"b"}),
+        ({"n": {"$ne": 5}}, {"a", "c", "d", "e"}),
+        ({"n": {"$gt": 5}}, {"c", "e"}),
+        ({"n": {"$gte": 5}}, {"b", "c", "e"}),
+        ({"n": {"$lt": 5}}, {"a", "d"}),
+        ({"n": {"$lte": 5}}, {"a", "b", "d"}),
+        ({"n": {"$gt": 1, "$lt": 9}}, {"b", "d", "e"}),
+        ({"tag": "x", "n": {"$gte": 3}}, {"c", "d"}),
+        ({"tag": "nope"}, set()),
+    ],
+)
+def test_filters_match_as_langgraph_does(
+    either: BaseStore, flt: dict[str, Any], expected: set[str]
+) -> None:
+    _fill(either)
+    assert {i.key for i in either.search((), filter=flt, limit=50)} == expected
+
+
+def test_limit_and_offset_page_through_filtered_results(either: BaseStore) -> None:
+    _fill(either)
+    pages = [either.search((), filter={"tag": "x"}, limit=2, offset=o) for o in (0, 2, 4)]
+    assert [len(p) for p in pages] == [2, 1, 0]
+    assert set().union(*(keys(p) for p in pages)) == keys(
+        either.search((), filter={"tag": "x"}, limit=10)
+    )
+    assert all(i.score is None for p in pages for i in p)  # no query: no score
+
+
+def test_batch_answers_each_op_in_order_reads_before_writes(either: BaseStore) -> None:
+    ns = ("memories", "u1")
+    either.put(ns, "k", {"content": "before"})
+    results = either.batch(
+        [
+            PutOp(ns, "k", {"content": "first"}),
+            GetOp(ns, "k"),
+            PutOp(ns, "k", {"content": "last"}),  # the last put to a key wins
+            SearchOp(("memories",), limit=5),
+            ListNamespacesOp(),
+            PutOp(ns, "gone", None),
+        ]
+    )
+    assert len(results) == 6
+    assert results[0] is None
+    assert results[2] is None
+    assert results[5] is None
+    got, found = results[1], results[3]
+    assert isinstance(got, Item)
+    assert got.value == {"content": "before"}
+    assert isinstance(found, list)
+    assert [i.value for i in found] == [{"content": "before"}]  # type: ignore[union-attr]
+    assert results[4] == [ns]
+    item = either.get(ns, "k")
+    assert item is not None
+    assert item.value == {"content": "last"}
+
+
+@pytest.mark.parametrize("namespace", [(), ("a.b",), ("memories", ""), ("langgraph", "x")])
+def test_bad_namespaces_are_refused(either: BaseStore, namespace: tuple[str, ...]) -> None:
+    with pytest.raises(InvalidNamespaceError):
+        either.put(namespace, "k", {"content": "x"})
+    assert either.list_namespaces() == []
+
+
+def test_listing_namespaces(either: BaseStore) -> None:
+    _fill(either)
+    everything = [("foo",), ("foo", "x"), ("foo", "x", "deep"), ("foobar",), ("other", "u")]
+    assert either.list_namespaces() == everything
+    assert either.list_namespaces(prefix=("foo",)) == everything[:3]
+    assert either.list_namespaces(prefix=("foo", "*")) == everything[1:3]
+    assert either.list_namespaces(suffix=("x",)) == [("foo", "x")]
+    assert either.list_namespaces(suffix=("*", "deep")) == [("foo", "x", "deep")]
+    assert either.list_namespaces(max_depth=1) == [("foo",), ("foobar",), ("other",)]
+    assert either.list_namespaces(limit=2, offset=1) == everything[1:3]
+    either.delete(("foobar",), "d")
+    # a documented difference: the reference keeps listing a namespace it emptied
+    emptied_listed = not isinstance(either, RaMemStore)
+    assert (("foobar",) in either.list_namespaces()) is emptied_listed
+
+
+# ---------------------------------------------------------------- where RaMemStore differs
+
+
+def test_created_at_is_kept_and_updated_at_moves() -> None:
+    store = ramem_store()
+    store.put(("memories", "u1"), "k", {"content": "v1"})
+    first = store.get(("memories", "u1"), "k")
+    store.put(("memories", "u1"), "k", {"content": "v2"})
+    second = store.get(("memories", "u1"), "k")
+    assert first is not None
+    assert second is not None
+    assert second.created_at == first.created_at
+    assert second.updated_at > first.updated_at
+    assert second.created_at.tzinfo is timezone.utc
+
+
+def test_queryless_search_lists_the_latest_first() -> None:
+    store = ramem_store()
+    for key in ("a", "b", "c"):
+        store.put(("memories", "u1"), key, {"content": key})
+    store.put(("memories", "u1"), "a", {"content": "a again"})
+    assert [i.key for i in store.search(("memories",))] == ["a", "c", "b"]
+
+
+def test_time_filters_compare_times_not_text() -> None:
+    store = ramem_store()
+    store.put(("m", "u"), "early", {"content": "x", "when": "2024-03-01"})
+    store.put(("m", "u"), "late", {"content": "y", "when": "2024-11-20T10:00:00+00:00"})
+    store.put(("m", "u"), "zoned", {"content": "z", "when": "2024-11-20T09:00:00-05:00"})
+    store.put(("m", "u"), "none", {"content": "w"})
+    after = store.search(("m",), filter={"when": {"$gt": "2024-11-20T12:00:00Z"}})
+    assert {i.key for i in after} == {"zoned"}  # 14:00 UTC: later, though "09" < "12" as text
+    spring = store.search(("m",), filter={"when": {"$gte": "2024-01-01", "$lt": "2024-06-01"}})
+    assert {i.key for i in spring} == {"early"}
+    reference = ReferenceStore()
+    reference.put(("m", "u"), "early", {"when": "2024-03-01"})
+    with pytest.raises(ValueError, match="could not convert"):  # the bug it fixes
+        reference.search(("m",), filter={"when": {"$gt": "2024-01-01"}})
+
+
+def test_and_or_filters_work_and_bad_filters_are_clear_errors() -> None:
+    store = ramem_store()
+    _fill(store)
+    either_of = store.search((), filter={"$or": [{"tag": "y"}, {"n": {"$gte": 7}}]})
+    assert {i.key for i in either_of} == {"b", "c", "e"}
+    both = store.search((), filter={"$and": [{"tag": "x"}, {"n": {"$lt": 5}}]})
+    assert {i.key for i in both} == {"a", "d"}
+    for bad, message in [
+        ({"n": {"$regex": "a"}}, "unknown filter operator '\\$regex'"),
+        ({"$nor": [{"n": 1}]}, "unknown filter operator '\\$nor'"),
+        ({"$or": {"n": 1}}, "non-empty list of filters"),
+        ({"n": {"$gt": "soon"}}, "needs a number or an ISO date"),
+        ("n=1", "filter must be a dict"),
+    ]:
+        with pytest.raises(InvalidInputError, match=message):
+            store.search((), filter=bad)  # type: ignore[arg-type]
+
+
+def test_a_bad_op_fails_the_batch_before_anything_is_written() -> None:
+    store = ramem_store()
+    with pytest.raises(InvalidInputError, match="unknown filter operator"):
+        store.batch(
+            [
+                PutOp(("m", "u"), "k", {"content": "x"}),
+                SearchOp(("m",), filter={"n": {"$like": 1}}),
+            ]
+        )
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([PutOp(("m", "u"), "k", {"content": "x"}), GetOp(("a.b",), "k")])
+    assert store.get(("m", "u"), "k") is None
+    assert store.list_namespaces() == []
+
+
+def test_unindexed_items_are_stored_but_found_only_after_ranked_ones() -> None:
+    store = ramem_store()
+    store.put(("m", "u"), "plain", {"content": "camping in the Alps"}, index=False)
+    store.put(("m", "u"), "found", {"content": "camping in the Alps with Jo"})
+    store.put(("m", "u"), "other", {"content": "sourdough bread"})
+    hits = store.search(("m",), query="camping in the Alps", limit=3)
+    assert [i.key for i in hits][-1] == "plain"
+    assert hits[-1].score is None
+    assert all(i.score is not None for i in hits[:-1])
+    assert [i.key for i in store.search(("m",), query="camping", limit=2)] == ["found", "other"]
+    plain = store.get(("m", "u"), "plain")
+    assert plain is not None
+    assert plain.value == {"content": "camping in the Alps"}
+
+
+def test_query_search_is_episodic_and_scores_fall_with_rank() -> None:
+    store = ramem_store()
+    ns = ("memories", "u1")
+    store.put(ns, "aug", {"content": "I planned a trip to Lisbon.", "said_at": "2023-08-10"})
+    store.put(ns, "mar", {"content": "I planned a trip to Rome.", "said_at": "2024-03-02"})
+    store.put(ns, "nov", {"content": "I planned a trip to Oslo.", "said_at": "2023-11-05"})
+    hits = store.search(ns, query="What trip did I plan last August?")
+    assert hits[0].key == "aug"
+    scores = [i.score for i in hits]
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    assert scores[0] == 1.0
+    window = "I like tea. " * 2000 + "What trip did I plan last August?"
+    assert store.search(ns, query=window)[0].key == "aug"  # the window's last characters
+
+
+def test_texts_come_from_fields_langmem_content_or_the_whole_value() -> None:
+    store = ramem_store()
+    ns = ("m", "u")
+    store.put(ns, "plain", {"content": "sailing on the lake"})
+    store.put(ns, "langmem", {"content": {"content": "knitting a red scarf"}})
+    store.put(ns, "other", {"hobby": "birdwatching in spring"})
+    store.put(ns, "chosen", {"note": "pottery classes", "content": "x"}, index=["note"])
+    for query, key in [
+        ("sailing lake", "plain"),
+        ("knitting scarf", "langmem"),
+        ("birdwatching", "other"),
+        ("pottery classes", "chosen"),
+    ]:
+        assert store.search(ns, query=query, limit=1)[0].key == key
+    stored = {u.content for u in store.memory.store.get(encode_tenant(ns))}
+    assert not any("said_at" in c or '"ns"' in c for c in stored)  # no RaMem keys leak
+
+
+def test_a_search_across_tenants_interleaves_them_by_rank() -> None:
+    store = ramem_store()
+    for user in ("u1", "u2"):
+        store.put(("memories", user), "tea", {"content": f"{user} drinks green tea daily"})
+        store.put(("memories", user), "bike", {"content": f"{user} rides a bike"})
+    hits = store.search(("memories",), query="green tea", limit=4)
+    assert [i.key for i in hits[:2]] == ["tea", "tea"]
+    assert {i.namespace for i in hits[:2]} == {("memories", "u1"), ("memories", "u2")}
+    assert [i.score for i in hits] == [1.0, 1.0, 0.5, 0.5]
+
+
+def test_tenants_map_to_ramem_namespaces_reversibly_and_can_be_dropped() -> None:
+    for tenant in [("memories", "u-42"), ("a b", "x_y", "é-"), ("-x-",), ("n", "x" * 200)]:
+        name = encode_tenant(tenant)
+        assert len(name) <= 122
+        assert decode_tenant(name) in (tenant, None)
+    assert decode_tenant(encode_tenant(("memories", "u-42"))) == ("memories", "u-42")
+    store = ramem_store()
+    store.put(("memories", "x" * 200), "k", {"content": "long id"})
+    store.put(("memories", "u1"), "k", {"content": "one"})
+    store.put(("memories", "u1", "deep"), "k", {"content": "two"})
+    assert store.list_namespaces(prefix=("memories",)) == [
+        ("memories", "u1"),
+        ("memories", "u1", "deep"),
+        ("memories", "x" * 200),
+    ]
+    assert store.drop_namespace(("memories", "u1", "deep")) == 1
+    assert store.get(("memories", "u1"), "k") is not None
+    assert store.drop_namespace(("memories",)) == 2
+    assert store.list_namespaces() == []
+
+
+async def test_abatch_runs_off_the_event_loop() -> None:
+    store = ramem_store()
+    loop_thread = threading.get_ident()
+    seen: list[int] = []
+    batch = store.batch
+
+    def spy(ops: Any) -> Any:
+        seen.append(threading.get_ident())
+        return batch(ops)
+
+    store.batch = spy  # type: ignore[method-assign]
+    await store.aput(("m", "u"), "k", {"content": "x"})
+    got, listed = await asyncio.gather(store.aget(("m", "u"), "k"), store.alist_namespaces())
+    assert got is not None
+    assert listed == [("m", "u")]
+    assert seen
+    assert loop_thread not in seen
+
+
+def test_a_put_is_an_episode_of_its_thread_owner_and_time() -> None:
+    store = ramem_store(clock=lambda: datetime(2024, 5, 2, 9))
+    store.put(("memories", "ana"), "k", {"content": "I sold my bike yesterday."})
+    [unit] = store.memory.store.get(encode_tenant(("memories", "ana")))
+    assert unit.context.speaker == "ana"
+    assert unit.context.conversation_id == "store"  # no run: no thread
+    assert unit.context.session_span is not None
+    assert unit.context.session_span.start == datetime(2024, 5, 2, 9)
+    assert unit.context.event_time is not None
+    assert unit.context.event_time.start.date() == datetime(2024, 5, 1).date()
+    store.put(("memories", "ana"), "j", {"content": "Ben says hi", "speaker": "Ben"})
+    said = {u.content for u in store.memory.store.get(encode_tenant(("memories", "ana")))}
+    assert "Ben: Ben says hi" in said
+
+
+# ---------------------------------------------------------------- agents and langmem
+
+
+def test_create_agent_saves_and_finds_memories_through_runtime_store() -> None:
+    @tool
+    def save(fact: str, runtime: ToolRuntime) -> str:
+        """Save a fact about the user."""
+        assert runtime.store is not None
+        runtime.store.put(("memories", "u1"), f"f{len(fact)}", {"content": fact})
+        return "saved"
+
+    @tool
+    def find(query: str, runtime: ToolRuntime) -> str:
+        """Find facts about the user."""
+        assert runtime.store is not None
+        return "; ".join(
+            i.value["content"]
+            for i in runtime.store.search(("memories", "u1"), query=query, limit=1)
+        )
+
+    model = ScriptedChatModel(
+        replies=[
+            AIMessage(
+                "",
+                tool_calls=[
+                    {"name": "save", "args": {"fact": "I keep bees in the garden"}, "id": "1"}
+                ],
+            ),
+            "Saved.",
+            AIMessage("", tool_calls=[{"name": "find", "args": {"query": "bees"}, "id": "2"}]),
+            lambda messages: f"You told me: {messages[-1].content}",
+        ]
+    )
+    store = ramem_store()
+    agent = create_agent(model, tools=[save, find], store=store)
+    agent.invoke({"messages": [("user", "Remember that I keep bees.")]})
+    reply = agent.invoke({"messages": [("user", "What do I keep?")]})
+    assert reply["messages"][-1].content == "You told me: I keep bees in the garden"
+
+
+def test_langmem_tools_work_unchanged_and_users_stay_apart() -> None:
+    langmem = pytest.importorskip("langmem")
+    store = ramem_store()
+    manage = langmem.create_manage_memory_tool(
+        namespace=("memories", "{langgraph_user_id}"), store=store
+    )
+    search = langmem.create_search_memory_tool(
+        namespace=("memories", "{langgraph_user_id}"), store=store
+    )
+
+    def config(user: str) -> dict[str, Any]:
+        return {"configurable": {"langgraph_user_id": user}}
+
+    manage.invoke({"content": "Prefers window seats on flights"}, config=config("ana"))
+    manage.invoke({"content": "Allergic to peanuts"}, config=config("ben"))
+    created = manage.invoke({"content": "Has a dog named Rex"}, config=config("ana"))
+    memory_id = created.split()[-1]
+    manage.invoke(
+        {"content": "Has two dogs, Rex and Fido", "action": "update", "id": memory_id},
+        config=config("ana"),
+    )
+    found = search.invoke({"query": "dogs"}, config=config("ana"))
+    assert "Rex and Fido" in found
+    assert "peanuts" not in found
+    assert "peanuts" in search.invoke({"query": "food allergy"}, config=config("ben"))
+    assert "window" not in search.invoke({"query": "seats"}, config=config("ben"))
+    manage.invoke({"action": "delete", "id": memory_id}, config=config("ana"))
+    assert "Rex" not in search.invoke({"query": "dogs"}, config=config("ana"))
