@@ -336,6 +336,15 @@ class RaMemStore(BaseStore):
         """:meth:`batch` in a worker thread: the event loop never waits on the store."""
         return await asyncio.to_thread(self.batch, list(ops))
 
+    def memory_of(self, namespace: tuple[str, ...], key: str) -> MemoryUnit | None:
+        """The RaMem memory an item is stored as (its first piece), with the episode RaMem
+        gave it: session time, event time, thread, speaker."""
+        found = self.memory.get_keyed(
+            [_composite({"ns": tuple(namespace), "key": key})],
+            namespace=self._tenant(tuple(namespace)),
+        )
+        return next(iter(found.values()), None)
+
     def drop_namespace(self, namespace: tuple[str, ...]) -> int:
         """Delete every item whose namespace starts with ``namespace`` (whole labels);
         returns how many items went."""
@@ -397,10 +406,8 @@ class RaMemStore(BaseStore):
         return encode_tenant(namespace[: self.tenant_depth])
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
-        found = self.memory.get_keyed(
-            [_composite({"ns": namespace, "key": key})], namespace=self._tenant(namespace)
-        )
-        record = next((_record(u) for u in found.values()), None)
+        unit = self.memory_of(namespace, key)
+        record = _record(unit) if unit is not None else None
         return _item(record) if record is not None else None
 
     def _tenant_names(self, prefix: tuple[str, ...]) -> list[str]:

@@ -26,6 +26,14 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
         ),
         ("lcel_chain.py", ["said 28 August 2023, 21:00", "A: Ben: Back from Kyoto!"]),
         (
+            "langgraph_store.py",
+            [
+                "agent: From memory: [1.00] My sister Jo visited me in Lisbon yesterday.",
+                "thread chat-1 | event 09 June 2024 to 09 June 2024",
+                "event 01 March 2024 to 31 March 2024",
+            ],
+        ),
+        (
             "llamaindex_query_engine.py",
             ["the LLM received 2 situated memories", 'said="28 August 2023, 21:00"'],
         ),

@@ -99,6 +99,7 @@ def _fill(store: BaseStore) -> None:
         (("foo", "x"), {"b", "c"}),
         (("foo", "x", "deep"), {"c"}),
         (("foob",), set()),
+        (("foo", "x", "dee"), set()),  # inside a tenant too
         (("nothing",), set()),
     ],
 )
@@ -416,7 +417,12 @@ def test_create_agent_saves_and_finds_memories_through_runtime_store() -> None:
     )
     store = ramem_store()
     agent = create_agent(model, tools=[save, find], store=store)
-    agent.invoke({"messages": [("user", "Remember that I keep bees.")]})
+    agent.invoke(
+        {"messages": [("user", "Remember that I keep bees.")]},
+        config={"configurable": {"thread_id": "t-7"}},
+    )
+    [unit] = store.memory.store.get(encode_tenant(("memories", "u1")))
+    assert unit.context.conversation_id == "t-7"  # the run's thread is the conversation
     reply = agent.invoke({"messages": [("user", "What do I keep?")]})
     assert reply["messages"][-1].content == "You told me: I keep bees in the garden"
 
