@@ -69,6 +69,10 @@ class RetrievalConfig:
             memories *below* the relevant pool join the frame-consistent ones ahead: the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window
             cannot fill the list (grid ``window_slots``).
+        anchor_side_down: inside the top ``k``, memories on a before/after relation's anchor
+            side (their event, else their session, ends before an "after" window opens or
+            starts after a "before" window closes: the trip itself for "after the trip") move
+            below the other memories; which memories make the top ``k`` is unchanged.
         exclude_anchor: keep a before/after relation's anchor out of the relation's window
             when ranking: no padding on the anchor's side, and the anchor memory's session
             is not inside ("after the trip" is not the trip). Off: on LoCoMo dev it cost
@@ -103,6 +107,7 @@ class RetrievalConfig:
     window_slots: int = 2
     derived_last: float | None = 0.5
     derived_yield: bool = True
+    anchor_side_down: bool = True
     exclude_anchor: bool = False
 
     def __post_init__(self) -> None:
@@ -479,6 +484,8 @@ class Retriever:
         if cfg.derived_last is not None and snap.vectors is not None:
             last = cfg.derived_yield and not frame.asks_dialogue
             chosen = _after_their_sources(chosen, snap, cfg.derived_last, to_end=last)
+        if cfg.anchor_side_down and cfg.context_ranking:
+            chosen = _anchor_side_down(chosen, k, snap, frame)
         evidence = []
         ceiling = np.inf
         for rank, (row, contextual) in enumerate(chosen[:k], start=1):
@@ -501,6 +508,39 @@ class Retriever:
                 )
             )
         return evidence
+
+
+def on_anchor_side(unit: MemoryUnit, frame: RecallFrame) -> bool:
+    """True when ``unit`` lies on the anchor's own side of one of ``frame``'s grounded
+    before/after windows: its event (else its session) ends before an "after" window starts,
+    or starts after a "before" window ends."""
+    span = unit.context.event_time or unit.context.session_span
+    if span is None:
+        return False
+    for t in frame.grounded_times:
+        if t.window is None:
+            continue
+        if t.relation is Relation.AFTER and span.end < t.window.start:
+            return True
+        if t.relation is Relation.BEFORE and span.start > t.window.end:
+            return True
+    return False
+
+
+def _anchor_side_down(
+    chosen: list[tuple[int, bool]], k: int, snap: Snapshot, frame: RecallFrame
+) -> list[tuple[int, bool]]:
+    """``chosen`` with the anchor-side memories of its first ``k`` (:func:`on_anchor_side`)
+    moved after the others of the first ``k``."""
+    if not any(t.relation in _BEFORE_AFTER for t in frame.grounded_times):
+        return chosen
+    top = chosen[:k]
+    side = [on_anchor_side(snap.unit(row), frame) for row, _ in top]
+    if not any(side):
+        return chosen
+    kept = [c for c, s in zip(top, side, strict=True) if not s]
+    moved = [c for c, s in zip(top, side, strict=True) if s]
+    return kept + moved + chosen[k:]
 
 
 def _after_their_sources(

@@ -27,7 +27,7 @@ from ramem_core import (
 )
 from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
-from ramem_core.retrieval import CONTENT_ONLY, Conditions, mostly_within
+from ramem_core.retrieval import CONTENT_ONLY, Conditions, mostly_within, on_anchor_side
 from ramem_core.store.chroma import where_of
 from ramem_core.testing import HashEmbedder, WordCounter
 from tests.conftest import two_trips
@@ -813,3 +813,25 @@ def test_in_the_anchors_episode_a_later_event_is_judged_by_its_event(
     assert not by_turn["A:1"].satisfied  # the trip itself
     assert by_turn["A:3"].contextual
     assert by_turn["A:2"].contextual is not exclude_anchor  # strict: kept out of the ranking
+
+
+def test_the_anchors_side_never_takes_the_first_places(memory: RaMem) -> None:
+    back = Session(
+        "A",
+        (
+            Turn("A:1", "Ben", "I got back from the Lisbon trip today."),
+            Turn("A:2", "Alice", "Welcome back! Tell me everything."),
+        ),
+        datetime(2023, 5, 10, 19),
+    )
+    later = Session("B", (Turn("B:1", "Ben", "I started a pottery class."),), datetime(2023, 6, 2))
+    memory.add_conversation(Conversation("c", (back, later), ("Ben", "Alice")))
+    query = "What did Ben do after the Lisbon trip?"
+    found = memory.recall(query, k=3)
+    assert [e.unit.source_ids[0] for e in found] == ["B:1", "A:1", "A:2"]
+    assert [on_anchor_side(e.unit, found.frame) for e in found] == [False, True, True]
+    assert [e.score for e in found] == sorted((e.score for e in found), reverse=True)
+    off = RetrievalConfig(anchor_side_down=False)
+    plain = RaMem(memory.store, counter=WordCounter(), config=off).recall(query, k=3)
+    assert on_anchor_side(plain[0].unit, plain.frame)  # without it: the trip itself first
+    assert {e.unit.id for e in plain} == {e.unit.id for e in found}  # the same top k
