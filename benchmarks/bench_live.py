@@ -184,8 +184,8 @@ def bench_idle_namespaces(embedder: MiniLMEmbedder, count: int, size: int) -> di
         for i in range(count):
             store.upsert(f"user-{i}", units, vectors)
         # the bounded cache first: memory the unbounded one frees would be reused otherwise
-        for label, bound in (("default_bound", None), ("unbounded", count + 1)):
-            memory = RaMem(store) if bound is None else RaMem(store, max_snapshots=bound)
+        for label, bound in (("default_bound", None), ("unbounded", 1 << 40)):
+            memory = RaMem(store) if bound is None else RaMem(store, cache_bytes=bound)
             tracemalloc.start()  # bytes held, exactly; RSS can hide them in reused memory
             before, held_before = rss_mb(), tracemalloc.get_traced_memory()[0]
             for i in range(count):

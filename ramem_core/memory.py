@@ -32,7 +32,7 @@ from ramem_core.protocols import (
     TokenCounter,
 )
 from ramem_core.retrieval import Probe, RetrievalConfig, Retriever
-from ramem_core.store.cache import SnapshotCache
+from ramem_core.store.cache import DEFAULT_CACHE_BYTES, SnapshotCache
 from ramem_core.store.chroma import ChromaStore, check_namespace
 from ramem_core.store.files import SnapshotFiles
 from ramem_core.store.snapshot import SessionState, Snapshot
@@ -122,7 +122,10 @@ class RaMem:
         namespace: the default namespace (tenant) of every call.
         session_gap: a pause after which :meth:`add_turn` opens a new session.
         refresh_seconds: another writer's write is served within this time.
-        max_snapshots: how many namespaces' snapshots are kept in memory.
+        cache_bytes: how much memory the namespaces' snapshots may take in this worker
+            (default :data:`~ramem_core.store.cache.DEFAULT_CACHE_BYTES`, 1 GiB; size it at
+            the memories of the users a worker serves, ~13.5 KB each with the default
+            embedder); the least recently used are dropped beyond it.
         owns_store: close ``store`` when this memory is closed or collected.
     """
 
@@ -138,7 +141,7 @@ class RaMem:
         namespace: str = "default",
         session_gap: timedelta = timedelta(hours=1),
         refresh_seconds: float = 1.0,
-        max_snapshots: int = 16,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
         owns_store: bool = False,
     ) -> None:
         from ramem_core.embedding import RecentQueries
@@ -159,7 +162,7 @@ class RaMem:
             self.retriever.config.keys,
             files=SnapshotFiles(directory) if directory is not None else None,
             refresh_seconds=refresh_seconds,
-            max_snapshots=max_snapshots,
+            cache_bytes=cache_bytes,
         )
         self.llm = llm
         self._counter = counter
@@ -194,6 +197,7 @@ class RaMem:
         *,
         host: str | None = None,
         port: int = 8000,
+        snapshot_dir: str | Path | None = None,
         embedder: Embedder | None = None,
         anchorer: Anchorer | None = None,
         inducer: FrameInducer | None = None,
@@ -203,14 +207,15 @@ class RaMem:
         namespace: str = "default",
         session_gap: timedelta = timedelta(hours=1),
         refresh_seconds: float = 1.0,
-        max_snapshots: int = 16,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> RaMem:
         """Open a memory: a local directory (default :func:`default_path`) or, with ``host``,
-        a Chroma server started with ``chroma run``. ``embedder`` defaults to the shipped
-        MiniLM; the other arguments are :class:`RaMem`'s."""
+        a Chroma server started with ``chroma run``. ``snapshot_dir``: where a server's
+        workers keep snapshot files (they may share it; a local directory keeps its own).
+        ``embedder`` defaults to the shipped MiniLM; the other arguments are :class:`RaMem`'s."""
         embedder = embedder or _default_embedder()
         if host is not None:
-            store = ChromaStore.http(host, port, embedder)
+            store = ChromaStore.http(host, port, embedder, snapshot_dir=snapshot_dir)
         else:
             store = ChromaStore.persistent(path or default_path(), embedder)
         return cls(
@@ -223,7 +228,7 @@ class RaMem:
             namespace=namespace,
             session_gap=session_gap,
             refresh_seconds=refresh_seconds,
-            max_snapshots=max_snapshots,
+            cache_bytes=cache_bytes,
             owns_store=True,
         )
 

@@ -34,6 +34,10 @@ from ramem_core.types import MemoryUnit, Version, newer_or_equal
 
 log = logging.getLogger(__name__)
 
+DEFAULT_CACHE_BYTES = 1 << 30
+"""1 GiB of snapshots per worker: about 80,000 memories of the default embedder at
+:data:`~ramem_core.store.snapshot.PER_MEMORY_BYTES` each (e.g. 130 users of 600 memories)."""
+
 
 @dataclass(slots=True)
 class _Cached:
@@ -52,7 +56,7 @@ def _others(version: Version, writer: str) -> Version:
 
 
 class SnapshotCache:
-    """Snapshots of a store's namespaces, kept fresh, for the ``max_snapshots`` most recently
+    """Snapshots of a store's namespaces, kept fresh, within ``cache_bytes`` (most recently
     used namespaces.
 
     Args:
@@ -61,7 +65,8 @@ class SnapshotCache:
         files: snapshot files to load from and save to (a local directory's), or ``None``.
         refresh_seconds: how long a snapshot is served before the store's write version is
             compared again (another writer's write is seen within this time).
-        max_snapshots: how many namespaces' snapshots are kept (least recently used dropped).
+        cache_bytes: how much memory the snapshots may take (:attr:`Snapshot.nbytes`); the
+            least recently used are dropped beyond it (the latest one is always kept).
     """
 
     def __init__(
@@ -71,10 +76,10 @@ class SnapshotCache:
         *,
         files: SnapshotFiles | None = None,
         refresh_seconds: float = 1.0,
-        max_snapshots: int = 16,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
-        if max_snapshots < 1:
-            msg = f"max_snapshots must be at least 1, got {max_snapshots}"
+        if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 1:
+            msg = f"cache_bytes must be a positive integer, got {cache_bytes!r}"
             raise InvalidInputError(msg)
         if refresh_seconds < 0:
             msg = f"refresh_seconds must not be negative, got {refresh_seconds}"
@@ -83,7 +88,7 @@ class SnapshotCache:
         self.keys = keys
         self.files = files
         self.refresh_seconds = refresh_seconds
-        self.max_snapshots = max_snapshots
+        self.cache_bytes = cache_bytes
         self._snapshots: OrderedDict[str, _Cached] = OrderedDict()
         self._written: dict[str, int] = {}  # namespace -> this writer's last sequence there
         self._lock = threading.Lock()
@@ -156,8 +161,16 @@ class SnapshotCache:
                 return
         self._snapshots[namespace] = entry
         self._snapshots.move_to_end(namespace)
-        while len(self._snapshots) > self.max_snapshots:
-            self._snapshots.popitem(last=False)
+        held_bytes = sum(c.snap.nbytes for c in self._snapshots.values())
+        while held_bytes > self.cache_bytes and len(self._snapshots) > 1:
+            _, dropped = self._snapshots.popitem(last=False)
+            held_bytes -= dropped.snap.nbytes
+
+    @property
+    def nbytes(self) -> int:
+        """The memory the held snapshots take (:attr:`Snapshot.nbytes`)."""
+        with self._lock:
+            return sum(c.snap.nbytes for c in self._snapshots.values())
 
     # ------------------------------------------------------------------ writes
 

@@ -377,8 +377,15 @@ class ChromaStore:
         return cls(chromadb.EphemeralClient(settings=_settings()), embedder)
 
     @classmethod
-    def http(cls, host: str, port: int, embedder: Embedder) -> ChromaStore:
-        """A store on a Chroma server started with ``chroma run``."""
+    def http(
+        cls,
+        host: str,
+        port: int,
+        embedder: Embedder,
+        snapshot_dir: str | Path | None = None,
+    ) -> ChromaStore:
+        """A store on a Chroma server started with ``chroma run``; with ``snapshot_dir``, its
+        snapshot files are kept there (a directory the server's workers may share)."""
         import chromadb
 
         try:
@@ -386,7 +393,8 @@ class ChromaStore:
         except Exception as exc:  # chromadb raises plain exceptions when the server is down
             msg = f"cannot reach the Chroma server at {host}:{port}: {exc}"
             raise StoreError(msg) from exc
-        return cls(client, embedder, owns_client=True)
+        directory = Path(snapshot_dir) if snapshot_dir is not None else None
+        return cls(client, embedder, owns_client=True, snapshot_dir=directory)
 
     # ------------------------------------------------------------------ collections
 

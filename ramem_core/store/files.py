@@ -11,29 +11,41 @@ format and vector dimension, and (checked by :class:`~ramem_core.store.cache.Sna
 holds as many memories as the store: a writer killed between its data and its version write
 leaves memories no version announces. Anything else (another writer wrote since, other keys, a
 damaged or truncated file) falls back to the store, which stays the single source of truth.
-Files are written whole and renamed into place, so a crash never leaves half a file behind.
+Files are written whole and renamed into place, so a crash or a concurrent writer never leaves
+half a file behind.
 
-Files are pickles written by RaMem into the memory directory, and trusted like the Chroma
-database beside them: whoever can write that directory can change the memories anyway.
+The directory may be shared by workers on several hosts (a Chroma server deployment), so a
+file is data, never code: a NumPy ``.npz`` read with ``allow_pickle=False`` holding a JSON
+tree of plain values, the arrays it refers to, and objects only of the snapshot's own classes
+(:data:`CLASSES`), rebuilt from their states. A loaded snapshot is checked (lengths, shapes,
+dtypes, index bounds) before use; a file that fails anything is refused with a logged reason
+and the snapshot is rebuilt from the store.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import json
 import logging
 import os
-import pickle
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ramem_core.store.snapshot import Snapshot
-from ramem_core.types import Version
+import numpy as np
+
+from ramem_core.episodic import EpisodicIndex, EpisodicKeys
+from ramem_core.store.bm25 import FrozenDocs, LexicalIndex
+from ramem_core.store.snapshot import Snapshot, SpanArrays, StoredUnits
+from ramem_core.types import Granularity, TimeSpan, Version
 
 log = logging.getLogger(__name__)
 
-FORMAT = 4
+FORMAT = 5
 """Raised whenever what a file holds changes shape; older files are then ignored."""
 
 MIN_MEMORIES = 2_000
@@ -61,20 +73,26 @@ class SnapshotFiles:
         return self.directory / f"{digest}.snapshot"
 
     def load(self, namespace: str, version: Version, signature: Signature) -> Snapshot | None:
-        """The namespace's snapshot at ``version``, or ``None`` when no usable file holds it."""
+        """The namespace's snapshot at ``version``, or ``None`` when no usable file holds it
+        (a file that cannot be used is logged with the reason)."""
         path = self.path(namespace)
         try:
-            with path.open("rb") as file:
-                header = pickle.load(file)
+            with path.open("rb") as file, np.load(file, allow_pickle=False) as data:
+                header = json.loads(bytes(data["header"]))
                 if header != _header(namespace, version, signature):
-                    return None
-                snap = pickle.load(file)
+                    return None  # another version or other settings: expected, not logged
+                arrays = {name: data[name] for name in data.files if name.startswith("a")}
+                tree = json.loads(bytes(data["tree"]))
+            snap = _Decoder(arrays).decode(tree)
+            if not isinstance(snap, Snapshot):
+                raise TypeError(f"the file holds a {type(snap).__name__}, not a snapshot")
+            check(snap, signature.dimension)
         except FileNotFoundError:
             return None
-        except Exception as exc:  # a damaged file is a cache miss, never an error
-            log.warning("ignoring the unreadable snapshot file %s: %s", path, exc)
+        except Exception as exc:  # a damaged or hostile file is a cache miss, never an error
+            log.warning("refusing the snapshot file %s, rebuilding: %s", path, exc)
             return None
-        return snap if isinstance(snap, Snapshot) else None
+        return snap
 
     def save(self, namespace: str, snap: Snapshot, version: Version, signature: Signature) -> bool:
         """Write the snapshot (whole, then renamed into place); False when it cannot be."""
@@ -85,9 +103,15 @@ class SnapshotFiles:
             log.warning("cannot write snapshot files into %s: %s", self.directory, exc)
             return False
         try:
+            encoder = _Encoder()
+            tree = encoder.encode(snap)
+            members: dict[str, Any] = {
+                "header": _bytes(_header(namespace, version, signature)),
+                "tree": _bytes(tree),
+            }
+            members.update((f"a{i}", array) for i, array in enumerate(encoder.arrays))
             with os.fdopen(fd, "wb") as file:
-                pickle.dump(_header(namespace, version, signature), file, protocol=5)
-                pickle.dump(snap, file, protocol=5)
+                np.savez(file, **members)
             os.replace(tmp, self.path(namespace))
             return True
         except Exception as exc:  # a full disk must not fail the recall that built it
@@ -103,6 +127,271 @@ class SnapshotFiles:
 def _header(namespace: str, version: Version, signature: Signature) -> dict[str, Any]:
     return {
         "namespace": namespace,
-        "version": sorted(version),
-        "signature": signature,
+        "version": [list(v) for v in sorted(version)],
+        "signature": asdict(signature),
     }
+
+
+def _bytes(tree: Any) -> np.ndarray:
+    return np.frombuffer(json.dumps(tree, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
+
+
+# --------------------------------------------------------------------------- the format
+
+CLASSES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        Snapshot,
+        StoredUnits,
+        SpanArrays,
+        EpisodicIndex,
+        EpisodicKeys,
+        LexicalIndex,
+        FrozenDocs,
+        TimeSpan,
+    )
+}
+"""The only classes a snapshot file may hold objects of (rebuilt from their states)."""
+
+ENUMS: dict[str, type[Enum]] = {"Granularity": Granularity}
+
+_DTYPES = {"b", "i", "u", "f", "U"}  # bool, integers, floats, unicode: never objects
+_PLAIN = (str, int, float, bool)
+_TEXTS = 64  # lists of at least this many strings are stored as two arrays
+
+
+def _counts(value: Any) -> bool:
+    """True for a term-count dict: string keys, number values."""
+    return type(value) is dict and all(
+        type(k) is str and type(v) in (int, float) for k, v in value.items()
+    )
+
+
+class _Encoder:
+    """A snapshot as a JSON tree plus the arrays it refers to (shared arrays stored once)."""
+
+    def __init__(self) -> None:
+        self.arrays: list[np.ndarray] = []
+        self._seen: dict[int, int] = {}
+
+    def encode(self, value: Any) -> Any:
+        kind = type(value)
+        if value is None or kind in (bool, int, float, str):
+            return value
+        if kind is np.ndarray:
+            if value.dtype.kind not in _DTYPES:
+                raise TypeError(f"cannot store an array of {value.dtype}")
+            if id(value) not in self._seen:
+                self._seen[id(value)] = len(self.arrays)
+                self.arrays.append(value)
+            return {"a": self._seen[id(value)]}
+        if isinstance(value, np.generic):
+            return self.encode(value.item())
+        if isinstance(value, Enum):
+            return {"e": kind.__name__, "v": value.value}
+        if kind is datetime:
+            return {"dt": value.isoformat()}
+        if kind is list:
+            if len(value) >= _TEXTS and all(type(v) is str for v in value):
+                return self._texts(value)
+            if len(value) >= _TEXTS and all(_counts(v) for v in value):
+                return self._counts(value)
+            return {"l": [self.encode(v) for v in value]}
+        if kind is tuple:
+            return {"t": [self.encode(v) for v in value]}
+        if kind is frozenset:
+            return {"f": [self.encode(v) for v in value]}
+        if isinstance(value, dict):
+            if all(type(k) is str for k in value):  # most of them: a JSON object
+                return {"m": {k: self.encode(v) for k, v in value.items()}}
+            return {"d": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
+        if CLASSES.get(kind.__name__) is kind:
+            return {"o": kind.__name__, "s": self.encode(value.__getstate__())}
+        raise TypeError(f"a snapshot file cannot hold a {kind.__name__}")
+
+    def _counts(self, counts: list[dict[str, float]]) -> dict[str, Any]:
+        """A long list of term-count dicts (one per memory) as columns: vocabulary, offsets,
+        term ids, values."""
+        vocabulary: dict[str, int] = {}
+        ids: list[int] = []
+        values: list[float] = []
+        offsets = [0]
+        for entry in counts:
+            for term, value in entry.items():
+                ids.append(vocabulary.setdefault(term, len(vocabulary)))
+                values.append(value)
+            offsets.append(len(ids))
+        start = len(self.arrays)
+        self.arrays += [
+            np.asarray(offsets, dtype=np.int64),
+            np.asarray(ids, dtype=np.int64),
+            np.asarray(values, dtype=np.float64),
+        ]
+        return {"c": [self.encode(list(vocabulary)), start, start + 1, start + 2]}
+
+    def _texts(self, texts: list[str]) -> dict[str, int]:
+        """A long list of strings as two arrays (UTF-8 bytes, character offsets): decoded
+        with one ``bytes.decode`` and slices instead of a JSON string each."""
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in texts], out=offsets[1:])
+        blob = np.frombuffer("".join(texts).encode("utf-8"), dtype=np.uint8)
+        self.arrays += [blob, offsets]
+        return {"x": len(self.arrays) - 2, "o": len(self.arrays) - 1}
+
+
+class _Decoder:
+    """The inverse of :class:`_Encoder`, accepting nothing else."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        for name, array in arrays.items():
+            if array.dtype.kind not in _DTYPES:
+                raise TypeError(f"array {name} holds {array.dtype}")
+        self.arrays = arrays
+
+    def decode(self, node: Any) -> Any:
+        if node is None or type(node) in (bool, int, float, str):
+            return node
+        if not isinstance(node, dict) or len(node) not in (1, 2):
+            raise TypeError(f"unexpected node {str(node)[:80]}")
+        if "a" in node:
+            return self.arrays[f"a{int(node['a'])}"]
+        if "c" in node:
+            words, first, ids_at, values_at = node["c"]
+            vocabulary = self.decode(words)
+            offsets = self.arrays[f"a{int(first)}"].tolist()
+            ids = self.arrays[f"a{int(ids_at)}"]
+            if len(ids) and (ids.min() < 0 or ids.max() >= len(vocabulary)):
+                raise ValueError("term ids outside the vocabulary")
+            if offsets[0] != 0 or offsets[-1] != len(ids) or sorted(offsets) != offsets:
+                raise ValueError("count offsets do not cut the terms")
+            terms = [vocabulary[i] for i in ids.tolist()]
+            values = self.arrays[f"a{int(values_at)}"].tolist()
+            if len(values) != len(terms):
+                raise ValueError("count values and terms differ in length")
+            return [
+                dict(zip(terms[a:b], values[a:b], strict=True))
+                for a, b in itertools.pairwise(offsets)
+            ]
+        if "x" in node:
+            text = self.arrays[f"a{int(node['x'])}"].tobytes().decode("utf-8")
+            offsets = self.arrays[f"a{int(node['o'])}"]
+            if offsets.ndim != 1 or offsets.dtype.kind != "i" or not len(offsets):
+                raise TypeError("text offsets must be a list of integers")
+            if offsets[0] != 0 or offsets[-1] != len(text) or (np.diff(offsets) < 0).any():
+                raise ValueError("text offsets do not cut the text")
+            bounds = offsets.tolist()
+            return [text[a:b] for a, b in itertools.pairwise(bounds)]
+        if "l" in node:
+            return [v if type(v) in _PLAIN else self.decode(v) for v in node["l"]]
+        if "t" in node:
+            return tuple(v if type(v) in _PLAIN else self.decode(v) for v in node["t"])
+        if "m" in node:
+            entries = node["m"]
+            if not isinstance(entries, dict):
+                raise TypeError("a mapping node must hold an object")
+            return {k: v if type(v) in _PLAIN else self.decode(v) for k, v in entries.items()}
+        if "f" in node:
+            return frozenset(self.decode(v) for v in node["f"])
+        if "d" in node:
+            return {self.decode(k): self.decode(v) for k, v in node["d"]}
+        if "dt" in node:
+            return datetime.fromisoformat(str(node["dt"]))
+        if "e" in node:
+            return ENUMS[str(node["e"])](node["v"])
+        if "o" in node:
+            cls = CLASSES[str(node["o"])]
+            obj: Any = object.__new__(cls)
+            obj.__setstate__(self.decode(node["s"]))
+            return obj
+        raise TypeError(f"unexpected node {str(node)[:80]}")
+
+
+def check(snap: Snapshot, dimension: int) -> None:
+    """Raise ``ValueError`` naming the first inconsistency of a loaded snapshot: its arrays
+    must describe as many memories as its units, with the dtypes and bounds built ones have."""
+    n = len(snap.units)
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise ValueError(f"inconsistent snapshot: {what}")
+
+    def rows(array: Any, what: str, kind: str, width: int | None = None) -> None:
+        need(isinstance(array, np.ndarray), f"{what} is not an array")
+        need(array.dtype.kind == kind, f"{what} has dtype {array.dtype}")
+        shape = (n,) if width is None else (n, width)
+        need(array.shape == shape, f"{what} has shape {array.shape}, not {shape}")
+
+    if isinstance(snap.units, StoredUnits):
+        need(all(len(c) == n for c in snap.units.columns()), "unit columns differ in length")
+    if snap.vectors is not None:
+        rows(snap.vectors, "vectors", "f", dimension)
+        need(snap.vectors.dtype == np.float32, "vectors are not float32")
+    for name in ("session", "event"):
+        spans = getattr(snap, name)
+        need(isinstance(spans, SpanArrays), f"{name} spans missing")
+        rows(spans.known, f"{name}.known", "b")
+        rows(spans.start, f"{name}.start", "i")
+        rows(spans.end, f"{name}.end", "i")
+    rows(snap.timed, "timed", "b")
+    rows(snap.derived, "derived", "b")
+    index = snap.index
+    need(isinstance(index, EpisodicIndex), "no episodic index")
+    need(index.vectors is snap.vectors, "the index's vectors are not the snapshot's")
+    for name in ("session_of", "row_doc", "own_doc"):
+        rows(getattr(index, name), f"index.{name}", "i")
+    sessions = len(index.session_rows)
+    need(
+        bool(((index.session_of >= 0) & (index.session_of < max(sessions, 1))).all()) or n == 0,
+        "session numbers out of range",
+    )
+    flat = np.fromiter((r for group in index.session_rows for r in group), dtype=np.int64)
+    need(bool(((flat >= 0) & (flat < max(n, 1))).all()), "session rows out of range")
+    need(len(index.session_dates) == sessions, "session dates")
+    for name, docs in (
+        ("lexical", index.row_doc),
+        ("sessions", index.session_doc),
+        ("own", index.own_doc),
+    ):
+        lexical = getattr(index, name)
+        if lexical is None:
+            continue
+        need(isinstance(lexical, LexicalIndex), f"index.{name} is not a lexical index")
+        size = len(lexical._docs)
+        need(len(lexical._lengths) == size, f"index.{name} lengths")
+        need(
+            bool(((docs >= 0) & (docs < max(size, 1))).all()) or len(docs) == 0,
+            f"index.{name} documents out of range",
+        )
+        for term, (posted, tfs) in lexical._base.items():
+            need(len(posted) == len(tfs), f"index.{name} posting of {term!r}")
+            need(bool(((posted >= 0) & (posted < size)).all()), f"index.{name} postings")
+        if isinstance(lexical._docs, FrozenDocs):
+            frozen = lexical._docs
+            need(len(frozen._offsets) == len(frozen._alive) + 1, f"index.{name} offsets")
+            need(
+                int(frozen._offsets[-1]) == len(frozen._terms) == len(frozen._tfs),
+                f"index.{name} document terms",
+            )
+            need(
+                bool(((frozen._terms >= 0) & (frozen._terms < len(frozen._vocabulary))).all()),
+                f"index.{name} term ids",
+            )
+    if index.neighbours is not None:
+        rows(
+            index.neighbours,
+            "index.neighbours",
+            "i",
+            index.neighbours.shape[1] if index.neighbours.ndim == 2 else -1,
+        )
+        need(bool(((index.neighbours >= -1) & (index.neighbours < n)).all()), "neighbours")
+    if index.window_scale is not None:
+        rows(index.window_scale, "index.window_scale", "f")
+
+
+def through_file(value: Any) -> Any:
+    """``value`` encoded as a snapshot file encodes it and decoded again (in memory): what a
+    worker loading the file would get."""
+    encoder = _Encoder()
+    tree = json.loads(json.dumps(encoder.encode(value)))
+    arrays = {f"a{i}": np.array(a) for i, a in enumerate(encoder.arrays)}
+    return _Decoder(arrays).decode(tree)

@@ -229,6 +229,12 @@ class StoredUnits(Sequence[MemoryUnit]):
         return new
 
 
+PER_MEMORY_BYTES = 12_000
+"""What a snapshot holds per memory besides its vectors (units, episodic arrays, BM25 and
+neighbour indexes): measured with ``python benchmarks/snapshot_bytes.py`` (LoCoMo dev,
+``benchmarks/results/snapshot_bytes.json``), rounded up."""
+
+
 class Snapshot:
     """Units, vectors, episodic arrays and the episodic index of one namespace.
 
@@ -279,6 +285,13 @@ class Snapshot:
 
     def __len__(self) -> int:
         return len(self.units)
+
+    @property
+    def nbytes(self) -> int:
+        """The memory this snapshot takes, estimated: its vectors plus
+        :data:`PER_MEMORY_BYTES` per memory."""
+        vectors = 0 if self.vectors is None else int(self.vectors.nbytes)
+        return vectors + len(self) * PER_MEMORY_BYTES
 
     def __getstate__(self) -> dict[str, object]:
         """What a snapshot file holds: units as columns (decoded on access after loading),

@@ -194,21 +194,34 @@ def test_an_absorb_onto_a_snapshot_that_misses_a_foreign_write_reloads() -> None
     assert len(mine.snapshots.get("default")) == 3  # reloaded, not merged onto the stale one
 
 
-def test_evicted_namespaces_are_rebuilt_and_the_bound_is_kept() -> None:
+def test_the_cache_is_bounded_by_bytes_and_evicted_namespaces_are_rebuilt() -> None:
     store = InMemoryStore(HashEmbedder())
-    memory = RaMem(store, counter=WordCounter(), max_snapshots=2)
+    loader = RaMem(store, counter=WordCounter())
     for ns in ("a1", "b2", "c3"):
-        memory.add_conversation(two_trips(), namespace=ns)
+        loader.add_conversation(two_trips(), namespace=ns)
+    loader.add_conversations([two_trips(), replace(two_trips(), id="again")], namespace="big")
+    one = loader.snapshots.get("a1").nbytes
+    assert loader.snapshots.get("big").nbytes == 2 * one  # footprint grows with memories
+    memory = RaMem(store, counter=WordCounter(), cache_bytes=2 * one)
+    for ns in ("a1", "b2", "c3"):
         memory.recall("sardines", namespace=ns)
     assert memory.snapshots.cached == ["b2", "c3"]
-    assert memory.recall("sardines", namespace="a1")
+    assert memory.snapshots.nbytes == 2 * one
+    assert memory.recall("sardines", namespace="a1")  # rebuilt
     assert memory.snapshots.cached == ["c3", "a1"]
+    memory.recall("sardines", namespace="big")  # one namespace twice the size: two go
+    assert memory.snapshots.cached == ["big"]
+    tiny = RaMem(store, counter=WordCounter(), cache_bytes=1)
+    tiny.recall("sardines", namespace="a1")
+    tiny.recall("sardines", namespace="b2")
+    assert tiny.snapshots.cached == ["b2"]  # the latest is always kept
 
 
 def test_a_cache_refuses_bad_settings() -> None:
     store = InMemoryStore(HashEmbedder())
-    with pytest.raises(ValueError, match="max_snapshots"):
-        SnapshotCache(store, EpisodicKeys(), max_snapshots=0)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="cache_bytes must be a positive integer"):
+            SnapshotCache(store, EpisodicKeys(), cache_bytes=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="refresh_seconds"):
         SnapshotCache(store, EpisodicKeys(), refresh_seconds=-1)
 

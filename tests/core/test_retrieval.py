@@ -517,7 +517,8 @@ def test_why_valid_never_contradicts_the_coordinates(memory: RaMem, query: str) 
                 assert not [s for s in e.satisfied if "within" in s], e
 
 
-def test_strict_relations_keep_the_anchor_out_of_the_ranking(memory: RaMem) -> None:
+def _back_from_lisbon(memory: RaMem) -> None:
+    """Ben back from Lisbon (the anchor's session), then a pottery class weeks later."""
     back = Session(
         "A",
         (
@@ -528,6 +529,10 @@ def test_strict_relations_keep_the_anchor_out_of_the_ranking(memory: RaMem) -> N
     )
     later = Session("B", (Turn("B:1", "Ben", "I started a pottery class."),), datetime(2023, 6, 2))
     memory.add_conversation(Conversation("c", (back, later), ("Ben", "Alice")))
+
+
+def test_strict_relations_keep_the_anchor_out_of_the_ranking(memory: RaMem) -> None:
+    _back_from_lisbon(memory)
     query = "What did Ben do after the Lisbon trip?"
     loose = memory.recall(query)
     assert [t.anchor_id for t in loose.frame.grounded_times if t.anchor_id]  # located
@@ -816,16 +821,7 @@ def test_in_the_anchors_episode_a_later_event_is_judged_by_its_event(
 
 
 def test_the_anchors_side_never_takes_the_first_places(memory: RaMem) -> None:
-    back = Session(
-        "A",
-        (
-            Turn("A:1", "Ben", "I got back from the Lisbon trip today."),
-            Turn("A:2", "Alice", "Welcome back! Tell me everything."),
-        ),
-        datetime(2023, 5, 10, 19),
-    )
-    later = Session("B", (Turn("B:1", "Ben", "I started a pottery class."),), datetime(2023, 6, 2))
-    memory.add_conversation(Conversation("c", (back, later), ("Ben", "Alice")))
+    _back_from_lisbon(memory)
     query = "What did Ben do after the Lisbon trip?"
     found = memory.recall(query, k=3)
     assert [e.unit.source_ids[0] for e in found] == ["B:1", "A:1", "A:2"]

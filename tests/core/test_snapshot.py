@@ -72,12 +72,11 @@ def _by_id(snapshot, values) -> dict[str, float]:
 def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
     own_spans: bool, patch_limit: int, reload: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``reload``: every version goes through a snapshot file's form (pickled and loaded)
+    """``reload``: every version goes through a snapshot file's form (encoded and decoded)
     before it is updated, as after a restart: columnar units and postings must evolve alike."""
-    import pickle
-
     from ramem_core import episodic as index
     from ramem_core.retrieval import RetrievalConfig, Retriever
+    from ramem_core.store.files import through_file
     from ramem_core.store.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
 
@@ -90,7 +89,7 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
     for step, _ in steps:
         new = step[-1]
         if reload:
-            versions[-1] = pickle.loads(pickle.dumps(versions[-1], protocol=5))
+            versions[-1] = through_file(versions[-1])
         updated = versions[-1].updated(step, {new.id: embedder.embed([new.content])[0]})
         assert updated is not None  # an append: no rebuild
         versions.append(updated)

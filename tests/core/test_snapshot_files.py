@@ -4,7 +4,6 @@ serves a file that is behind the store."""
 from __future__ import annotations
 
 import logging
-import pickle
 from datetime import datetime
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from ramem_core import ChromaStore, RaMem, RetrievalConfig
 from ramem_core.episodic import EpisodicKeys
 from ramem_core.store.bm25 import LexicalIndex
-from ramem_core.store.files import Signature, SnapshotFiles
+from ramem_core.store.files import Signature, SnapshotFiles, through_file
 from ramem_core.store.snapshot import Snapshot, StoredUnits
 from ramem_core.testing import HashEmbedder
 from tests.conftest import two_trips
@@ -83,7 +82,7 @@ def test_a_damaged_file_is_ignored_and_replaced(
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a torn copy
     with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
         assert _answers(memory) == before
-    assert "unreadable snapshot file" in caplog.text
+    assert "refusing the snapshot file" in caplog.text
 
 
 def test_a_file_built_with_other_keys_is_not_used(
@@ -173,7 +172,7 @@ def test_stored_units_decode_on_access_and_copies_keep_their_changes() -> None:
     from dataclasses import replace
 
     units = _units()
-    stored = pickle.loads(pickle.dumps(StoredUnits.of(units)))
+    stored = through_file(StoredUnits.of(units))
     assert len(stored) == len(units)
     assert stored[0] == units[0]
     assert stored[-1] == units[-1]
@@ -187,7 +186,7 @@ def test_stored_units_decode_on_access_and_copies_keep_their_changes() -> None:
     assert len(stored) == len(units)
     assert copy[0] == edited
     assert copy[len(units)] == edited
-    assert list(pickle.loads(pickle.dumps(copy))) == [edited, *units[1:], edited]
+    assert list(through_file(copy)) == [edited, *units[1:], edited]
     assert copy.ids() == [edited.id, *(u.id for u in units[1:]), edited.id]
     with pytest.raises(IndexError):
         stored[len(units)]
@@ -198,7 +197,7 @@ def test_a_loaded_lexical_index_scores_removes_and_appends_like_the_original() -
     index = LexicalIndex()
     index.extend(docs)
     index.remove(1)
-    loaded = pickle.loads(pickle.dumps(index))
+    loaded = through_file(index)
     query = ["pottery", "river", "class"]
     np.testing.assert_allclose(loaded.scores(query), index.scores(query))
     assert [loaded.document(i) for i in range(3)] == [docs[0], None, docs[2]]
@@ -214,7 +213,7 @@ def test_a_loaded_lexical_index_scores_removes_and_appends_like_the_original() -
     assert evolved.document(2) is None
     assert evolved.scores(["pottery"])[new] > 0
     assert evolved.scores(["pottery"])[2] == 0.0
-    again = pickle.loads(pickle.dumps(evolved))  # a loaded index that changed saves whole
+    again = through_file(evolved)  # a loaded index that changed saves whole
     np.testing.assert_allclose(again.scores(query), evolved.scores(query))
 
 
@@ -257,3 +256,96 @@ def test_an_update_neither_encodes_units_nor_copies_its_buffers(
     assert versions[2]._vector_rows is versions[3]._vector_rows
     assert versions[2].index._neighbour_rows is versions[3].index._neighbour_rows
     assert versions[2].index.tokenize is versions[3].index.tokenize
+
+
+class _Exploit:
+    """A pickle that runs code when loaded: what a hostile file in a shared directory holds."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _rewritten(path: Path, change: object) -> None:
+    """The snapshot file at ``path`` with its members changed by ``change(members)``."""
+    import io
+
+    with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as data:
+        members = {name: data[name] for name in data.files}
+    change(members)  # type: ignore[operator]
+    with path.open("wb") as file:
+        np.savez(file, **members)
+
+
+def _tree(members: dict[str, np.ndarray]) -> dict[str, object]:
+    import json
+
+    return json.loads(bytes(members["tree"]))
+
+
+def _set_tree(members: dict[str, np.ndarray], tree: object) -> None:
+    import json
+
+    members["tree"] = np.frombuffer(json.dumps(tree).encode(), dtype=np.uint8)
+
+
+def _vectors_index(tree: dict[str, object]) -> int:
+    """Which array member holds the snapshot's vectors."""
+    return int(tree["s"]["m"]["vectors"]["a"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "pickle",  # the old format's loader would run it
+        "foreign class",  # a tree naming a class outside the allow-list
+        "object array",  # an array that only pickle can hold
+        "short vectors",  # arrays that disagree with the units
+        "postings out of range",  # an index pointing outside its documents
+    ],
+)
+def test_a_hostile_file_is_refused_and_rebuilt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, attack: str
+) -> None:
+    import pickle
+
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        before = _answers(memory)
+    path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
+    marker = tmp_path / "pwned"
+
+    def foreign(members: dict[str, np.ndarray]) -> None:
+        tree = _tree(members)
+        tree["s"]["m"]["units"] = {"o": "Popen", "s": {"l": ["touch", str(marker)]}}  # type: ignore[index]
+        _set_tree(members, tree)
+
+    def short(members: dict[str, np.ndarray]) -> None:
+        name = f"a{_vectors_index(_tree(members))}"
+        members[name] = members[name][:-1]
+
+    def out_of_range(members: dict[str, np.ndarray]) -> None:
+        for name, array in members.items():
+            if name.startswith("a") and array.dtype.kind == "i" and array.ndim == 1 and len(array):
+                members[name] = array + 10_000
+
+    if attack == "pickle":
+        path.write_bytes(pickle.dumps(_Exploit(marker)))
+    elif attack == "foreign class":
+        _rewritten(path, foreign)
+    elif attack == "object array":
+        body = np.array([_Exploit(marker)], dtype=object)
+        with path.open("wb") as file:  # only savez with pickles can write it
+            np.savez(file, header=np.zeros(1, np.uint8), tree=np.zeros(1, np.uint8), a0=body)
+    elif attack == "short vectors":
+        _rewritten(path, short)
+    else:
+        _rewritten(path, out_of_range)
+    with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
+        assert _answers(memory) == before  # rebuilt from the store
+    assert not marker.exists()  # nothing in the file ran
+    assert "refusing the snapshot file" in caplog.text
