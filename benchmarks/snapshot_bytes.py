@@ -6,7 +6,8 @@ Anchors the five LoCoMo dev conversations (rule anchorer), gives each memory a r
 vector of the default embedder's dimension (384; the bytes do not depend on the values), and
 measures with ``tracemalloc`` what a built snapshot holds (its units included) and what one
 loaded from its snapshot file holds, besides the vectors; also the time to build one and to
-save and load its file (and, for comparison, to unpickle it: the format before). Writes ``benchmarks/results/snapshot_bytes.json``; the figure backs
+save and load its file (and, for comparison, to unpickle it: the format before). Writes
+``benchmarks/results/snapshot_bytes.json``; the figure backs
 ``ramem_core.store.snapshot.PER_MEMORY_BYTES``.
 """
 
