@@ -16,7 +16,8 @@ half a file behind.
 
 The directory may be shared by workers on several hosts (a Chroma server deployment), so a
 file is data, never code: a NumPy ``.npz`` read with ``allow_pickle=False`` holding a JSON
-tree of plain values, the arrays it refers to, and objects only of the snapshot's own classes
+tree of plain values, the numeric arrays it refers to (packed in one byte array, described by
+dtype, shape and offset), and objects only of the snapshot's own classes
 (:data:`CLASSES`), rebuilt from their states. A loaded snapshot is checked (lengths, shapes,
 dtypes, index bounds) before use; a file that fails anything is refused with a logged reason
 and the snapshot is rebuilt from the store.
@@ -81,9 +82,9 @@ class SnapshotFiles:
                 header = json.loads(bytes(data["header"]))
                 if header != _header(namespace, version, signature):
                     return None  # another version or other settings: expected, not logged
-                arrays = {name: data[name] for name in data.files if name.startswith("a")}
                 tree = json.loads(bytes(data["tree"]))
-            snap = _Decoder(arrays).decode(tree)
+                arrays = unpack(tree["arrays"], data["data"])
+            snap = _Decoder(arrays).decode(tree["root"])
             if not isinstance(snap, Snapshot):
                 raise TypeError(f"the file holds a {type(snap).__name__}, not a snapshot")
             check(snap, signature.dimension)
@@ -105,13 +106,14 @@ class SnapshotFiles:
         try:
             encoder = _Encoder()
             tree = encoder.encode(snap)
-            members: dict[str, Any] = {
-                "header": _bytes(_header(namespace, version, signature)),
-                "tree": _bytes(tree),
-            }
-            members.update((f"a{i}", array) for i, array in enumerate(encoder.arrays))
+            table, data = pack(encoder.arrays)
             with os.fdopen(fd, "wb") as file:
-                np.savez(file, **members)
+                np.savez(
+                    file,
+                    header=_bytes(_header(namespace, version, signature)),
+                    tree=_bytes({"arrays": table, "root": tree}),
+                    data=data,
+                )
             os.replace(tmp, self.path(namespace))
             return True
         except Exception as exc:  # a full disk must not fail the recall that built it
@@ -388,10 +390,46 @@ def check(snap: Snapshot, dimension: int) -> None:
         rows(index.window_scale, "index.window_scale", "f")
 
 
+def pack(arrays: list[np.ndarray]) -> tuple[list[list[Any]], np.ndarray]:
+    """``arrays`` as one byte array (each at an offset aligned to 8) and a table of
+    ``[dtype, shape, offset]``: a file of one member reads in one go."""
+    table: list[list[Any]] = []
+    chunks: list[bytes] = []
+    offset = 0
+    for array in arrays:
+        raw = np.ascontiguousarray(array).tobytes()
+        table.append([array.dtype.str, list(array.shape), offset])
+        padded = raw + b"\0" * (-len(raw) % 8)
+        chunks.append(padded)
+        offset += len(padded)
+    return table, np.frombuffer(b"".join(chunks), dtype=np.uint8).copy()
+
+
+def unpack(table: Any, data: np.ndarray) -> dict[str, np.ndarray]:
+    """The arrays of :func:`pack` (views of ``data``), named ``a0``, ``a1``, ...; a table
+    that describes anything but plain arrays inside ``data`` raises."""
+    if not isinstance(table, list) or data.dtype != np.uint8 or data.ndim != 1:
+        raise TypeError("not a packed array table")
+    arrays = {}
+    for i, (dtype_text, shape, offset) in enumerate(table):
+        dtype = np.dtype(str(dtype_text))
+        if dtype.kind not in _DTYPES or dtype.hasobject:
+            raise TypeError(f"array {i} would hold {dtype}")
+        shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape) or int(offset) < 0:
+            raise ValueError(f"array {i} has a negative shape or offset")
+        count = int(np.prod(shape, dtype=np.int64))
+        end = int(offset) + count * dtype.itemsize
+        if end > len(data):
+            raise ValueError(f"array {i} runs past the file's data")
+        arrays[f"a{i}"] = np.frombuffer(data, dtype, count, int(offset)).reshape(shape)
+    return arrays
+
+
 def through_file(value: Any) -> Any:
     """``value`` encoded as a snapshot file encodes it and decoded again (in memory): what a
     worker loading the file would get."""
     encoder = _Encoder()
     tree = json.loads(json.dumps(encoder.encode(value)))
-    arrays = {f"a{i}": np.array(a) for i, a in enumerate(encoder.arrays)}
-    return _Decoder(arrays).decode(tree)
+    table, data = pack(encoder.arrays)
+    return _Decoder(unpack(json.loads(json.dumps(table)), data)).decode(tree)

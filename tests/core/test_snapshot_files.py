@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -271,30 +272,25 @@ class _Exploit:
 
 
 def _rewritten(path: Path, change: object) -> None:
-    """The snapshot file at ``path`` with its members changed by ``change(members)``."""
+    """The snapshot file at ``path`` with its tree and arrays changed by
+    ``change(tree, arrays)``, written back in the same format."""
     import io
+    import json
+
+    from ramem_core.store.files import pack, unpack
 
     with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as data:
-        members = {name: data[name] for name in data.files}
-    change(members)  # type: ignore[operator]
+        header, whole, blob = data["header"], json.loads(bytes(data["tree"])), data["data"]
+    arrays = {k: np.array(v) for k, v in unpack(whole["arrays"], blob).items()}
+    change(whole["root"], arrays)  # type: ignore[operator]
+    table, blob = pack([arrays[f"a{i}"] for i in range(len(arrays))])
+    tree = np.frombuffer(json.dumps({"arrays": table, "root": whole["root"]}).encode(), np.uint8)
     with path.open("wb") as file:
-        np.savez(file, **members)
-
-
-def _tree(members: dict[str, np.ndarray]) -> dict[str, object]:
-    import json
-
-    return json.loads(bytes(members["tree"]))
-
-
-def _set_tree(members: dict[str, np.ndarray], tree: object) -> None:
-    import json
-
-    members["tree"] = np.frombuffer(json.dumps(tree).encode(), dtype=np.uint8)
+        np.savez(file, header=header, tree=tree, data=blob)
 
 
 def _vectors_index(tree: dict[str, object]) -> int:
-    """Which array member holds the snapshot's vectors."""
+    """Which array holds the snapshot's vectors."""
     return int(tree["s"]["m"]["vectors"]["a"])  # type: ignore[index]
 
 
@@ -319,19 +315,17 @@ def test_a_hostile_file_is_refused_and_rebuilt(
     path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
     marker = tmp_path / "pwned"
 
-    def foreign(members: dict[str, np.ndarray]) -> None:
-        tree = _tree(members)
-        tree["s"]["m"]["units"] = {"o": "Popen", "s": {"l": ["touch", str(marker)]}}  # type: ignore[index]
-        _set_tree(members, tree)
+    def foreign(tree: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        tree["s"]["m"]["units"] = {"o": "Popen", "s": {"l": ["touch", str(marker)]}}
 
-    def short(members: dict[str, np.ndarray]) -> None:
-        name = f"a{_vectors_index(_tree(members))}"
-        members[name] = members[name][:-1]
+    def short(tree: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        name = f"a{_vectors_index(tree)}"
+        arrays[name] = arrays[name][:-1]
 
-    def out_of_range(members: dict[str, np.ndarray]) -> None:
-        for name, array in members.items():
-            if name.startswith("a") and array.dtype.kind == "i" and array.ndim == 1 and len(array):
-                members[name] = array + 10_000
+    def out_of_range(tree: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        for name, array in arrays.items():
+            if array.dtype.kind == "i" and array.ndim == 1 and len(array):
+                arrays[name] = array + 10_000
 
     if attack == "pickle":
         path.write_bytes(pickle.dumps(_Exploit(marker)))
@@ -340,7 +334,7 @@ def test_a_hostile_file_is_refused_and_rebuilt(
     elif attack == "object array":
         body = np.array([_Exploit(marker)], dtype=object)
         with path.open("wb") as file:  # only savez with pickles can write it
-            np.savez(file, header=np.zeros(1, np.uint8), tree=np.zeros(1, np.uint8), a0=body)
+            np.savez(file, header=np.zeros(1, np.uint8), tree=np.zeros(1, np.uint8), data=body)
     elif attack == "short vectors":
         _rewritten(path, short)
     else:
@@ -349,3 +343,21 @@ def test_a_hostile_file_is_refused_and_rebuilt(
         assert _answers(memory) == before  # rebuilt from the store
     assert not marker.exists()  # nothing in the file ran
     assert "refusing the snapshot file" in caplog.text
+
+
+def test_a_packed_table_describes_only_plain_arrays_inside_the_data() -> None:
+    from ramem_core.store.files import pack, unpack
+
+    table, data = pack([np.arange(3, dtype=np.int64), np.ones((2, 2), dtype=np.float32)])
+    arrays = unpack(table, data)
+    np.testing.assert_array_equal(arrays["a0"], [0, 1, 2])
+    assert arrays["a1"].shape == (2, 2)
+    for bad, message in [
+        ([["|O", [1], 0]], "would hold object"),
+        ([["<i8", [1000], 0]], "runs past the file's data"),
+        ([["<i8", [-1], 0]], "negative shape or offset"),
+        ([["<i8", [1], -8]], "negative shape or offset"),
+        ("not a table", "not a packed array table"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=message):
+            unpack(bad, data)
