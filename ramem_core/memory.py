@@ -34,7 +34,7 @@ from ramem_core.protocols import (
 from ramem_core.retrieval import Probe, RetrievalConfig, Retriever
 from ramem_core.store.cache import DEFAULT_CACHE_BYTES, SnapshotCache
 from ramem_core.store.chroma import ChromaStore, check_namespace
-from ramem_core.store.files import SnapshotFiles
+from ramem_core.store.files import MIN_MEMORIES, SnapshotFiles
 from ramem_core.store.snapshot import SessionState, Snapshot
 from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget, strip_echo
 from ramem_core.types import (
@@ -160,7 +160,11 @@ class RaMem:
         self.snapshots = SnapshotCache(
             store,
             self.retriever.config.keys,
-            files=SnapshotFiles(directory) if directory is not None else None,
+            files=(
+                SnapshotFiles(directory, min_memories=0 if store.remote else MIN_MEMORIES)
+                if directory is not None
+                else None
+            ),
             refresh_seconds=refresh_seconds,
             cache_bytes=cache_bytes,
         )
@@ -213,6 +217,12 @@ class RaMem:
         a Chroma server started with ``chroma run``. ``snapshot_dir``: where a server's
         workers keep snapshot files (they may share it; a local directory keeps its own).
         ``embedder`` defaults to the shipped MiniLM; the other arguments are :class:`RaMem`'s."""
+        if snapshot_dir is not None and host is None:
+            msg = (
+                "snapshot_dir is for the workers of a Chroma server (host=...); a local"
+                " directory keeps its snapshot files in DIR/ramem-snapshots"
+            )
+            raise InvalidInputError(msg)
         embedder = embedder or _default_embedder()
         if host is not None:
             store = ChromaStore.http(host, port, embedder, snapshot_dir=snapshot_dir)

@@ -125,6 +125,12 @@ class Store(Protocol):
         """A directory where snapshot files of this store may be kept, or ``None``."""
         ...
 
+    @property
+    def remote(self) -> bool:
+        """True when reading a namespace is a network read (a server): snapshot files of
+        any size are then worth keeping."""
+        ...
+
     def upsert(
         self,
         namespace: str,

@@ -89,6 +89,7 @@ class InMemoryStore:
         self.writer = uuid.uuid4().hex
         self.closed = False
         self.snapshot_dir: Path | None = None
+        self.remote = False
         self.data = {} if data is None else data  # namespace -> id -> (unit, vector)
         self.versions = {} if versions is None else versions  # namespace -> writer -> number
         self._sequence = 0

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from ramem_core.episodic import EpisodicKeys
 from ramem_core.errors import InvalidInputError
 from ramem_core.protocols import Store
-from ramem_core.store.files import MIN_MEMORIES, Signature, SnapshotFiles
+from ramem_core.store.files import Signature, SnapshotFiles
 from ramem_core.store.snapshot import Snapshot
 from ramem_core.types import MemoryUnit, Version, newer_or_equal
 
@@ -123,7 +123,7 @@ class SnapshotCache:
         if snap is None:
             units, vectors = self.store.load(namespace)
             snap, saved = Snapshot(units, vectors, self.keys), False
-            if self.files is not None and len(snap) >= MIN_MEMORIES:
+            if self.files is not None and len(snap) >= self.files.min_memories:
                 self._save_in_background(namespace, snap, version)
                 saved = True
         with self._lock:

@@ -291,6 +291,7 @@ class ChromaStore:
         self.prefix = prefix
         self.owns_client = owns_client
         self.snapshot_dir = snapshot_dir
+        self.remote = False  # a Chroma server (http): every rebuild reads over the network
         self.closed = False
         self._directory_lock: str | None = None
         self._collections: OrderedDict[str, Collection] = OrderedDict()
@@ -394,7 +395,9 @@ class ChromaStore:
             msg = f"cannot reach the Chroma server at {host}:{port}: {exc}"
             raise StoreError(msg) from exc
         directory = Path(snapshot_dir) if snapshot_dir is not None else None
-        return cls(client, embedder, owns_client=True, snapshot_dir=directory)
+        store = cls(client, embedder, owns_client=True, snapshot_dir=directory)
+        store.remote = True
+        return store
 
     # ------------------------------------------------------------------ collections
 

@@ -50,8 +50,10 @@ FORMAT = 5
 """Raised whenever what a file holds changes shape; older files are then ignored."""
 
 MIN_MEMORIES = 2_000
-"""Snapshots of at least this many memories are written when built from Chroma (smaller ones
-rebuild in well under a second, so their files would only cost disk)."""
+"""In a local directory, snapshots of at least this many memories are written when built from
+Chroma (smaller ones rebuild from the local database in well under a second, so their files
+would only cost disk). A Chroma server's snapshot directory keeps every snapshot: each
+rebuild there is a read over the network."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +68,9 @@ class Signature:
 class SnapshotFiles:
     """The snapshot files of one memory directory (one file per namespace)."""
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, min_memories: int = MIN_MEMORIES) -> None:
         self.directory = Path(directory)
+        self.min_memories = min_memories  # smaller snapshots are not written
 
     def path(self, namespace: str) -> Path:
         digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:32]

@@ -130,7 +130,8 @@ def test_a_big_snapshot_is_written_when_built(
     memory = _open(tmp_path)
     memory.add_conversation(two_trips())
     memory.snapshots.invalidate()
-    monkeypatch.setattr("ramem_core.store.cache.MIN_MEMORIES", 1)
+    assert memory.snapshots.files is not None
+    monkeypatch.setattr(memory.snapshots.files, "min_memories", 1)
     memory.recall(QUERIES[0])  # built from Chroma now, its file written beside
     assert memory.snapshots.persist() == 0  # waits for that file; nothing else to write
     files = SnapshotFiles(tmp_path / "ramem-snapshots")
@@ -218,7 +219,9 @@ def test_a_loaded_lexical_index_scores_removes_and_appends_like_the_original() -
     np.testing.assert_allclose(again.scores(query), evolved.scores(query))
 
 
-def test_a_store_on_a_server_has_no_files(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_store_on_a_server_has_no_files_unless_given_a_directory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import chromadb
 
     monkeypatch.setattr(
@@ -361,3 +364,36 @@ def test_a_packed_table_describes_only_plain_arrays_inside_the_data() -> None:
     ]:
         with pytest.raises((TypeError, ValueError), match=message):
             unpack(bad, data)
+
+
+def test_a_servers_workers_share_a_snapshot_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chromadb
+
+    # in-process clients share one state: they stand in for workers of `chroma run`
+    monkeypatch.setattr(
+        chromadb, "HttpClient", lambda **kw: chromadb.EphemeralClient(kw["settings"])
+    )
+    shared = tmp_path / "snapshots"
+
+    def worker() -> RaMem:
+        return RaMem.open(host="127.0.0.1", port=9, snapshot_dir=shared, embedder=HashEmbedder())
+
+    first = worker()
+    first.add_conversation(two_trips())
+    before = _answers(first)
+    first.close()
+    path = SnapshotFiles(shared).path("default")
+    path.unlink()
+    second = worker()
+    assert _answers(second) == before  # built from the server ...
+    assert path.exists() or second.snapshots.persist() == 0  # waits; nothing left to write
+    assert path.exists()  # ... and its file kept, though small: a server's rebuild is remote
+    third = worker()
+    _no_chroma_load(third, monkeypatch)
+    assert _answers(third) == before  # from the shared file, not rebuilt
+    second.close()
+    third.close()
+    with pytest.raises(ValueError, match="snapshot_dir is for the workers of a Chroma server"):
+        RaMem.open(tmp_path / "local", snapshot_dir=shared, embedder=HashEmbedder())
