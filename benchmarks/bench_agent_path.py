@@ -15,8 +15,8 @@
    the default settings and for each variant of :data:`ECHO_VARIANTS`, side by side.
 3. **Before/after**: of the questions whose frame grounds a before/after relation, the share
    whose rank-1 memory lies on the anchor's own side (it ends before an "after" window starts,
-   or starts after a "before" window ends), and Recall@10, for both settings of
-   ``exclude_anchor``.
+   or starts after a "before" window ends), Recall@10 and D@1, for the default and each
+   setting of :data:`BEFORE_AFTER`.
 
 Tables per dataset split (LoCoMo: conv-26/30/41 choose, conv-42/43 report; LongMemEval: dev30
 choose, dev60 report) and per category / question type. Writes
@@ -61,10 +61,15 @@ _BODY = re.compile(r"<memory[^>]*>\s*(?P<body>.*?)\s*</memory>", re.DOTALL)
 ECHO_VARIANTS: dict[str, RetrievalConfig] = {
     "default": RetrievalConfig(),
     "derived_yield off": RetrievalConfig(derived_yield=False),
+    "derived_yield_all": RetrievalConfig(derived_yield_all=True),
     "derived_last 0.4": RetrievalConfig(derived_last=0.4),
     "derived_last 0.6": RetrievalConfig(derived_last=0.6),
 }
-STRICT = RetrievalConfig(exclude_anchor=True)
+#: before/after settings compared with the default (anchor_side_slots 3, exclude_anchor off)
+BEFORE_AFTER = {
+    "anchor_side_slots 0": RetrievalConfig(anchor_side_slots=0),
+    "exclude_anchor": RetrievalConfig(exclude_anchor=True),
+}
 
 
 def scripted_reply(messages: list[Any]) -> str:
@@ -157,7 +162,10 @@ class Bench:
             for name, config in ECHO_VARIANTS.items()
             if name != "default"
         }
-        self.strict = RaMem(store, config=STRICT, refresh_seconds=0)
+        self.before_after = {
+            name: RaMem(store, config=config, refresh_seconds=0)
+            for name, config in BEFORE_AFTER.items()
+        }
         self.model = ScriptedChatModel(default=scripted_reply)
 
     def run(
@@ -182,7 +190,10 @@ class Bench:
         for qa in questions:
             q, gold, when = qa["question"], qa["gold"], at(qa)
             bulk = memory.recall(q, namespace=bulk_ns, at=when)
-            strict = self.strict.recall(q, namespace=bulk_ns, at=when)
+            others = {
+                name: other.recall(q, namespace=bulk_ns, at=when)
+                for name, other in self.before_after.items()
+            }
             rows.append(
                 {
                     **qa["meta"],
@@ -192,9 +203,13 @@ class Bench:
                     "live": _score(
                         memory.recall(q, namespace=live_ns, at=when), gold, turn_of_live
                     ),
-                    "anchor_side": _anchor_side(bulk),
-                    "anchor_side_strict": _anchor_side(strict),
-                    "strict": _score(strict, gold, turn_of_bulk),
+                    "anchor_side": {
+                        "default": _anchor_side(bulk),
+                        **{name: _anchor_side(found) for name, found in others.items()},
+                    },
+                    "before_after": {
+                        name: _score(found, gold, turn_of_bulk) for name, found in others.items()
+                    },
                 }
             )
         # the agent path: each question through the middleware, the exchange recorded
@@ -321,20 +336,30 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             ("echo derived_yield off", "echo default"),
         )
     }
-    sided = [r for r in rows if r["anchor_side"] is not None]
-    strict_sided = [r for r in rows if r["anchor_side_strict"] is not None]
-    before_after = {
-        "questions": len(sided),
-        "anchor_side_at_1_default": _mean(sided, lambda r: float(r["anchor_side"])),
-        "anchor_side_at_1_exclude_anchor": _mean(
-            strict_sided, lambda r: float(r["anchor_side_strict"])
-        ),
-        f"{recall}_default": _mean(sided, lambda r: r["bulk"][recall]),
-        f"{recall}_exclude_anchor": _mean(sided, lambda r: r["strict"][recall]),
-        "all_questions_exclude_anchor_minus_default": {
-            field: _paired([r["strict"][field] for r in rows], [r["bulk"][field] for r in rows])
+    sided = [r for r in rows if r["anchor_side"]["default"] is not None]
+    before_after: dict[str, Any] = {"questions": len(sided)}
+    for name in ("default", *BEFORE_AFTER):
+        side = [r for r in rows if r["anchor_side"][name] is not None]
+        before_after[f"anchor_side_at_1 {name}"] = _mean(
+            side, lambda r, n=name: float(r["anchor_side"][n])
+        )
+        before_after[f"{recall} {name}"] = _mean(
+            sided,
+            lambda r, n=name: (r["bulk"] if n == "default" else r["before_after"][n])[recall],
+        )
+        before_after[f"d_at_1 {name}"] = _mean(
+            sided,
+            lambda r, n=name: (r["bulk"] if n == "default" else r["before_after"][n])["d_at_1"],
+        )
+    before_after["all questions, minus default"] = {
+        name: {
+            field: _paired(
+                [r["before_after"][name][field] for r in rows],
+                [r["bulk"][field] for r in rows],
+            )
             for field in (recall, "d_at_1")
-        },
+        }
+        for name in BEFORE_AFTER
     }
     return {
         "questions": len(rows),
@@ -363,12 +388,12 @@ def _print(title: str, summary: dict[str, Any]) -> None:
                 )
     ba = summary["before_after"]
     if ba["questions"]:
-        print(
-            f"  before/after ({ba['questions']} q): anchor side at 1 default"
-            f" {ba['anchor_side_at_1_default']:.2f}, exclude_anchor"
-            f" {ba['anchor_side_at_1_exclude_anchor']:.2f}; {label} default"
-            f" {ba[f'{recall}_default']:.3f}, exclude_anchor {ba[f'{recall}_exclude_anchor']:.3f}"
-        )
+        print(f"  before/after ({ba['questions']} q): rank 1 on the anchor's side, {label}, D@1")
+        for name in ("default", *BEFORE_AFTER):
+            print(
+                f"    {name:22} {ba[f'anchor_side_at_1 {name}']:.2f}"
+                f" {ba[f'{recall} {name}']:.3f} {ba[f'd_at_1 {name}']:.3f}"
+            )
 
 
 def main() -> None:

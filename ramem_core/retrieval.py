@@ -69,10 +69,14 @@ class RetrievalConfig:
             memories *below* the relevant pool join the frame-consistent ones ahead: the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window
             cannot fill the list (grid ``window_slots``).
-        anchor_side_down: inside the top ``k``, memories on a before/after relation's anchor
-            side (their event, else their session, ends before an "after" window opens or
-            starts after a "before" window closes: the trip itself for "after the trip") move
-            below the other memories; which memories make the top ``k`` is unchanged.
+        anchor_side_slots: the first this many places of the list go to memories that are
+            not on a before/after relation's anchor side (their event, else their session,
+            ends before an "after" window opens or starts after a "before" window closes: the
+            trip itself for "after the trip"), when the relevant pool holds such memories; the
+            others keep their order after them, and none leaves the pool. 0 turns it off. On
+            LoCoMo dev's choose part, 1 and 3 gave the same figures (R@10 unchanged, D@1
+            0.290 -> 0.292, rank 1 on the anchor's side 5 -> 1 of 9); 3 frees "the first
+            slots" (``benchmarks/results/TUNING.md``).
         exclude_anchor: keep a before/after relation's anchor out of the relation's window
             when ranking: no padding on the anchor's side, and the anchor memory's session
             is not inside ("after the trip" is not the trip). Off: on LoCoMo dev it cost
@@ -89,7 +93,8 @@ class RetrievalConfig:
             (:attr:`RecallFrame.asks_dialogue`), such a reply moves after every statement of
             the list instead of just after its source, and so does every question: a
             restatement or a question adds no evidence, so it takes no top place from a
-            statement that might be evidence. Off,
+            statement that might be evidence (with ``derived_yield_all``, every reply too,
+            restating or not). Off,
             the echo benchmark's Recall@10 fell by 0.04 (``benchmarks/results/TUNING.md``).
     """
 
@@ -107,7 +112,8 @@ class RetrievalConfig:
     window_slots: int = 2
     derived_last: float | None = 0.5
     derived_yield: bool = True
-    anchor_side_down: bool = True
+    derived_yield_all: bool = False
+    anchor_side_slots: int = 3
     exclude_anchor: bool = False
 
     def __post_init__(self) -> None:
@@ -483,9 +489,14 @@ class Retriever:
         chosen += [(row, False) for row in order if row not in first]
         if cfg.derived_last is not None and snap.vectors is not None:
             last = cfg.derived_yield and not frame.asks_dialogue
-            chosen = _after_their_sources(chosen, snap, cfg.derived_last, to_end=last)
-        if cfg.anchor_side_down and cfg.context_ranking:
-            chosen = _anchor_side_down(chosen, k, snap, frame)
+            chosen = _after_their_sources(
+                chosen, snap, cfg.derived_last, to_end=last, always=last and cfg.derived_yield_all
+            )
+        if cfg.anchor_side_slots and cfg.context_ranking:
+            # over the relevant pool whatever k is: a longer list starts as a shorter one
+            chosen = _anchor_side_free(
+                chosen, cfg.validity_pool, cfg.anchor_side_slots, snap, frame
+            )
         evidence = []
         ceiling = np.inf
         for rank, (row, contextual) in enumerate(chosen[:k], start=1):
@@ -527,29 +538,34 @@ def on_anchor_side(unit: MemoryUnit, frame: RecallFrame) -> bool:
     return False
 
 
-def _anchor_side_down(
-    chosen: list[tuple[int, bool]], k: int, snap: Snapshot, frame: RecallFrame
+def _anchor_side_free(
+    chosen: list[tuple[int, bool]], pool: int, slots: int, snap: Snapshot, frame: RecallFrame
 ) -> list[tuple[int, bool]]:
-    """``chosen`` with the anchor-side memories of its first ``k`` (:func:`on_anchor_side`)
-    moved after the others of the first ``k``."""
+    """``chosen`` with its first ``slots`` places given to the best memories of its first
+    ``pool`` that are not on a before/after anchor's side (:func:`on_anchor_side`)."""
     if not any(t.relation in _BEFORE_AFTER for t in frame.grounded_times):
         return chosen
-    top = chosen[:k]
+    top = chosen[:pool]
     side = [on_anchor_side(snap.unit(row), frame) for row, _ in top]
-    if not any(side):
+    if not any(side[:slots]):
         return chosen
-    kept = [c for c, s in zip(top, side, strict=True) if not s]
-    moved = [c for c, s in zip(top, side, strict=True) if s]
-    return kept + moved + chosen[k:]
+    free = [i for i, s in enumerate(side) if not s][:slots]
+    first = [top[i] for i in free]
+    return first + [c for i, c in enumerate(top) if i not in free] + chosen[pool:]
 
 
 def _after_their_sources(
-    chosen: list[tuple[int, bool]], snap: Snapshot, threshold: float, *, to_end: bool = False
+    chosen: list[tuple[int, bool]],
+    snap: Snapshot,
+    threshold: float,
+    *,
+    to_end: bool = False,
+    always: bool = False,
 ) -> list[tuple[int, bool]]:
     """``chosen`` with each question or reply moved to just after the lowest-placed statement
     of the list it restates or asks about (cosine at least ``threshold``), or with ``to_end``
-    after every statement of the list (a question always: asking is not evidence of an event);
-    everything else keeps its order."""
+    after every statement of the list (a question always: asking is not evidence of an event;
+    with ``always`` every reply too); everything else keeps its order."""
     rows = np.asarray([row for row, _ in chosen], dtype=np.int64)
     derived = snap.derived[rows]
     if not derived.any() or snap.vectors is None:
@@ -567,7 +583,7 @@ def _after_their_sources(
         d += 1
         below = sources[sources > place]
         asked = snap.unit(int(rows[place])).context.kind is Kind.QUESTION
-        if to_end and (len(sources) or asked):
+        if to_end and (len(sources) or asked or always):
             keys.append((len(chosen), 1, place))
         else:
             keys.append((int(below.max()) if len(below) else place, 1, place))

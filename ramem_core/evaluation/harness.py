@@ -72,7 +72,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-speaker": RetrievalConfig(keys=EpisodicKeys(speaker_weight=0.0)),
     "no-when": RetrievalConfig(time_weight=0.0),
     "no-slots": RetrievalConfig(window_slots=0),
-    "no-anchor-side": RetrievalConfig(anchor_side_down=False),
+    "no-anchor-side": RetrievalConfig(anchor_side_slots=0),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

@@ -684,6 +684,10 @@ def test_a_reply_about_something_else_keeps_its_place(memory: RaMem) -> None:
     )
     found = memory.recall("How do I bake sourdough bread?", k=3)
     assert found[0].unit.context.kind is Kind.REPLY  # nothing it restates is in the list
+    config = RetrievalConfig(derived_yield_all=True)
+    every = RaMem(memory.store, counter=WordCounter(), config=config)
+    kinds = [e.unit.context.kind for e in every.recall("How do I bake sourdough bread?", k=3)]
+    assert kinds[0] is Kind.STATEMENT  # every reply yields
 
 
 def test_an_echo_only_reply_is_refused_and_kind_is_checked(memory: RaMem) -> None:

@@ -827,7 +827,7 @@ def test_the_anchors_side_never_takes_the_first_places(memory: RaMem) -> None:
     assert [e.unit.source_ids[0] for e in found] == ["B:1", "A:1", "A:2"]
     assert [on_anchor_side(e.unit, found.frame) for e in found] == [False, True, True]
     assert [e.score for e in found] == sorted((e.score for e in found), reverse=True)
-    off = RetrievalConfig(anchor_side_down=False)
+    off = RetrievalConfig(anchor_side_slots=0)
     plain = RaMem(memory.store, counter=WordCounter(), config=off).recall(query, k=3)
     assert on_anchor_side(plain[0].unit, plain.frame)  # without it: the trip itself first
     assert {e.unit.id for e in plain} == {e.unit.id for e in found}  # the same top k
