@@ -73,10 +73,8 @@ class RetrievalConfig:
             not on a before/after relation's anchor side (their event, else their session,
             ends before an "after" window opens or starts after a "before" window closes: the
             trip itself for "after the trip"), when the relevant pool holds such memories; the
-            others keep their order after them, and none leaves the pool. 0 turns it off. On
-            LoCoMo dev's choose part, 1 and 3 gave the same figures (R@10 unchanged, D@1
-            0.290 -> 0.292, rank 1 on the anchor's side 5 -> 1 of 9); 3 frees "the first
-            slots" (``benchmarks/results/TUNING.md``).
+            others keep their order after them, and none leaves the pool. 0 turns it off.
+            Chosen on LoCoMo dev conv-26/30/41 (``benchmarks/results/tune_anchor_side.json``).
         exclude_anchor: keep a before/after relation's anchor out of the relation's window
             when ranking: no padding on the anchor's side, and the anchor memory's session
             is not inside ("after the trip" is not the trip). Off: on LoCoMo dev it cost
@@ -94,8 +92,8 @@ class RetrievalConfig:
             the list instead of just after its source, and so does every question: a
             restatement or a question adds no evidence, so it takes no top place from a
             statement that might be evidence (with ``derived_yield_all``, every reply too,
-            restating or not). Off,
-            the echo benchmark's Recall@10 fell by 0.04 (``benchmarks/results/TUNING.md``).
+            restating or not). Measured on the agent path, LoCoMo dev conv-26/30/41
+            (``benchmarks/results/bench_agent_path.json``).
     """
 
     keys: EpisodicKeys = field(default_factory=EpisodicKeys)
