@@ -357,6 +357,7 @@ class Retriever:
         cosines: Scores | None = None,
         *,
         speakers: Sequence[str] = (),
+        apart: Mask | None = None,
     ) -> Ranking:
         """Fused content ranking of every memory of ``snap``: the whole ranking formula.
 
@@ -365,26 +366,46 @@ class Retriever:
         lexical rank, a bonus for memories said by ``speakers`` (the people the question
         names, :attr:`RecallFrame.speakers`) and the weighted ranks of its own content (see
         :class:`EpisodicKeys`). ``cosines``: the memories' cosines with ``vector``, if
-        computed already.
+        computed already. ``apart``: rows ranked among themselves in every ranking (recorded
+        questions and replies), so they take no rank from the others and the others' order
+        is what it would be without them.
         """
         cfg, index = self.config, snap.index
+
+        def ranked(scores: Scores, *, positive: bool = True) -> npt.NDArray[np.int64]:
+            if apart is None or not apart.any():
+                return ranks(scores, cfg.depth, positive=positive)
+            out = np.full(len(scores), cfg.depth, dtype=np.int64)
+            blank = 0.0 if positive else -np.inf
+            for group in (apart, ~apart):
+                within = ranks(np.where(group, scores, blank), cfg.depth, positive=positive)
+                out[group] = within[group]
+            return out
+
         fused = np.zeros(len(snap), dtype=np.float32)
         dense = lexical = None
         if cosines is None:
             cosines = index.cosines(vector)  # the one pass over the vectors
         if cfg.dense:
             dense = index.dense_scores(vector, cosines)
-            fused += 1.0 / (cfg.rrf_k + 1 + ranks(dense, cfg.depth, positive=False))
+            fused += 1.0 / (cfg.rrf_k + 1 + ranked(dense, positive=False))
         if cfg.lexical:
             lexical = index.lexical_scores(text)
-            fused += 1.0 / (cfg.rrf_k + 1 + ranks(lexical, cfg.depth))
+            fused += 1.0 / (cfg.rrf_k + 1 + ranked(lexical))
             if cfg.keys.session_weight > 0 and len(snap):
                 # each row's share of its session's rank: weight / (rrf_k + 1 + session rank)
                 sessions = index.session_scores(text)
-                ranked = np.argsort(-sessions, kind="stable")
-                ranked = ranked[sessions[ranked] > 0]
+                groups = [np.ones(len(sessions), dtype=bool)]
+                if apart is not None and apart.any():
+                    # a session of recorded questions and replies only is ranked apart
+                    stated = np.zeros(len(sessions), dtype=bool)
+                    stated[index.session_of[~apart]] = True
+                    groups = [stated, ~stated]
                 share = np.zeros(len(sessions), dtype=np.float32)
-                share[ranked] = cfg.keys.session_weight / (cfg.rrf_k + 1 + np.arange(len(ranked)))
+                for group in groups:
+                    order = np.argsort(-np.where(group, sessions, 0.0), kind="stable")
+                    order = order[(sessions[order] > 0) & group[order]]
+                    share[order] = cfg.keys.session_weight / (cfg.rrf_k + 1 + np.arange(len(order)))
                 fused += share[index.session_of]
         named = [name for name in speakers if name in index.speakers]
         if cfg.keys.speaker_weight > 0 and named:
@@ -402,9 +423,9 @@ class Retriever:
             own_dense, own_lexical = index.own_scores(text, cosines, rows)
             weight = cfg.keys.own_weight
             if cfg.dense and own_dense is not None:
-                fused += weight / (cfg.rrf_k + 1 + ranks(own_dense, cfg.depth, positive=False))
+                fused += weight / (cfg.rrf_k + 1 + ranked(own_dense, positive=False))
             if cfg.lexical and own_lexical is not None:
-                fused += weight / (cfg.rrf_k + 1 + ranks(own_lexical, cfg.depth))
+                fused += weight / (cfg.rrf_k + 1 + ranked(own_lexical))
         return Ranking(fused, dense, lexical)
 
     def locate(self, snap: Snapshot, phrase: str, probe: Probe | None = None) -> MemoryUnit | None:
@@ -467,26 +488,43 @@ class Retriever:
         )
         conditions = conditions.without_anchors(snap, frame)
         cosines = probe.cosines
-        ranking = self.rank(snap, frame.query, probe.vector, cosines, speakers=frame.speakers)
+        derived = cfg.derived_last is not None and snap.vectors is not None
+        last = derived and cfg.derived_yield and not frame.asks_dialogue
+        yielding = last and bool(snap.derived.any())
+        ranking = self.rank(
+            snap,
+            frame.query,
+            probe.vector,
+            cosines,
+            speakers=frame.speakers,
+            apart=snap.derived if yielding else None,
+        )
         if cfg.context_ranking and cfg.time_weight > 0 and frame.asks_when:
             bonus = np.where(snap.timed, cfg.time_weight / (cfg.rrf_k + 1), 0.0)
             ranking = Ranking(
                 ranking.fused + bonus.astype(np.float32), ranking.dense, ranking.lexical
             )
-        order = ranking.top(max(k, cfg.validity_pool))
+        width = max(k, cfg.validity_pool)
+        if yielding:
+            # questions and replies yield to statements: the list holds ``width`` statements
+            # (recorded questions can crowd a pool) and the pool is made of statements
+            stated = ranking.top(width, among=~snap.derived)
+            said = ranking.top(width, among=snap.derived)
+            order = sorted(stated + said, key=lambda row: (-ranking.fused[row], row))
+            pool = stated[: cfg.validity_pool]
+        else:
+            order = ranking.top(width)
+            pool = order[: cfg.validity_pool]
         valid: list[int] = []
         if conditions and cfg.context_ranking:
             mask = conditions.mask(snap)
-            valid = [row for row in order[: cfg.validity_pool] if mask[row]]
+            valid = [row for row in pool if mask[row]]
             if conditions.windows and cfg.window_slots:
-                valid += self._beyond_pool(
-                    ranking, mask, order[: cfg.validity_pool], cfg.window_slots
-                )
+                valid += self._beyond_pool(ranking, mask, pool, cfg.window_slots)
         first = set(valid)
         chosen = [(row, True) for row in valid]
         chosen += [(row, False) for row in order if row not in first]
-        if cfg.derived_last is not None and snap.vectors is not None:
-            last = cfg.derived_yield and not frame.asks_dialogue
+        if cfg.derived_last is not None and derived:
             chosen = _after_their_sources(
                 chosen, snap, cfg.derived_last, to_end=last, always=last and cfg.derived_yield_all
             )

@@ -271,8 +271,9 @@ class Snapshot:
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
         self._speakers: dict[tuple[str, str], frozenset[str]] = {}
         for unit in self.units:
-            key = session_key(unit)
-            self._speakers[key] = self._speakers.get(key, frozenset()) | speaker_names(unit)
+            if not _derived(unit):  # an agent's exchanges are no episode of these people
+                key = session_key(unit)
+                self._speakers[key] = self._speakers.get(key, frozenset()) | speaker_names(unit)
         self.ubiquitous = self._ubiquitous()
         people: dict[str, list[int]] = {}
         for i, unit in enumerate(self.units):
@@ -341,7 +342,8 @@ class Snapshot:
         return _respanned(self.units[row], self._session_span)
 
     def _ubiquitous(self) -> frozenset[str]:
-        """Speakers of every session: naming them cannot tell one episode from another."""
+        """Speakers of every session with a statement (sessions of recorded questions and
+        replies only do not count): naming them cannot tell one episode from another."""
         if len(self._speakers) < 2:
             return frozenset()
         return frozenset.intersection(*self._speakers.values())
@@ -436,7 +438,8 @@ class Snapshot:
         new._people = dict(self._people)
         for i, unit in enumerate(appended, start=n_old):
             key = session_key(unit)
-            new._speakers[key] = new._speakers.get(key, frozenset()) | speaker_names(unit)
+            if not _derived(unit):
+                new._speakers[key] = new._speakers.get(key, frozenset()) | speaker_names(unit)
             for name in {p.lower() for p in unit.context.participants}:
                 held = new._people.get(name, np.zeros(0, dtype=np.int64))
                 new._people[name] = np.append(held, i)

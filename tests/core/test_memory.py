@@ -683,11 +683,14 @@ def test_a_reply_about_something_else_keeps_its_place(memory: RaMem) -> None:
         at=datetime(2024, 12, 3, 10),
     )
     found = memory.recall("How do I bake sourdough bread?", k=3)
-    assert found[0].unit.context.kind is Kind.REPLY  # nothing it restates is in the list
+    kinds = [e.unit.context.kind for e in found]
+    # nothing it restates is in the list: ranked among the replies, it takes the place of
+    # the statement of its rank (the lone statement first)
+    assert kinds[:2] == [Kind.STATEMENT, Kind.REPLY]
     config = RetrievalConfig(derived_yield_all=True)
     every = RaMem(memory.store, counter=WordCounter(), config=config)
     kinds = [e.unit.context.kind for e in every.recall("How do I bake sourdough bread?", k=3)]
-    assert kinds[0] is Kind.STATEMENT  # every reply yields
+    assert kinds == [Kind.STATEMENT, Kind.REPLY, Kind.QUESTION]  # every reply yields
 
 
 def test_an_echo_only_reply_is_refused_and_kind_is_checked(memory: RaMem) -> None:
@@ -758,8 +761,8 @@ def test_a_recorded_question_is_not_the_answer_to_itself(memory: RaMem) -> None:
         at=datetime(2024, 12, 3, 10),
     )
     found = memory.recall("What should I pack for Lisbon?", k=5)
-    assert found[0].unit.context.kind is Kind.REPLY  # a reply on the topic keeps its place
     kinds = [e.unit.context.kind for e in found]
+    assert kinds.index(Kind.REPLY) < kinds.index(Kind.QUESTION)  # the reply keeps a place
     assert kinds.index(Kind.QUESTION) > max(
         i for i, kind in enumerate(kinds) if kind is Kind.STATEMENT
     )
@@ -810,3 +813,21 @@ def test_put_refuses_bad_input_and_writes_nothing(memory: RaMem) -> None:
         with pytest.raises(InvalidInputError, match=message):
             memory.put(at=at, **kwargs)  # type: ignore[arg-type]
     assert memory.store.namespaces() == []
+
+
+@pytest.mark.parametrize(
+    "query", ["What did Ben eat in Lisbon?", "What did the doctor say?", "Where did Alice go?"]
+)
+def test_recorded_exchanges_leave_the_statements_order_as_it_was(memory: RaMem, query: str) -> None:
+    from tests.conftest import two_trips
+
+    memory.add_conversation(two_trips())
+    before = [e.unit.id for e in memory.recall(query, k=8)]
+    for day, asked in enumerate(["What did Ben eat in Lisbon?", "What did the doctor say?"]):
+        memory.add_exchange(
+            asked, "From what you told me: sardines, and rest.", at=datetime(2024, 1, day + 1)
+        )
+    after = [e.unit.id for e in memory.recall(query, k=8)]
+    stated = [u for u in after if u in set(before)]
+    assert stated == before[: len(stated)]  # the statements keep their order
+    assert len(stated) == 8 - sum(u not in set(before) for u in after)

@@ -831,3 +831,29 @@ def test_the_anchors_side_never_takes_the_first_places(memory: RaMem) -> None:
     plain = RaMem(memory.store, counter=WordCounter(), config=off).recall(query, k=3)
     assert on_anchor_side(plain[0].unit, plain.frame)  # without it: the trip itself first
     assert {e.unit.id for e in plain} == {e.unit.id for e in found}  # the same top k
+
+
+def test_rows_ranked_apart_take_no_rank_from_the_others(memory: RaMem) -> None:
+    from ramem_core.retrieval import Retriever
+    from ramem_core.store.snapshot import Snapshot
+
+    memory.add_conversation(two_trips())
+    for day, asked in enumerate(["What did Ben eat in Lisbon?", "Where did Alice go?"]):
+        memory.add_exchange(
+            asked, "From what you told me: sardines.", at=datetime(2024, 1, day + 1)
+        )
+    snap = memory.snapshots.get(memory.namespace)
+    assert snap.vectors is not None
+    stated = np.flatnonzero(~snap.derived)
+    alone = Snapshot(
+        [snap.unit(int(i)) for i in stated], snap.vectors[stated], memory.retriever.config.keys
+    )
+    query = "What did Ben eat in Lisbon?"
+    vector = memory.embedder.embed([query])[0]
+    dense_only = Retriever(memory.embedder, RetrievalConfig(lexical=False))
+    together = dense_only.rank(snap, query, vector, apart=snap.derived)
+    np.testing.assert_allclose(
+        together.fused[stated], dense_only.rank(alone, query, vector).fused, rtol=1e-6
+    )
+    mixed = dense_only.rank(snap, query, vector)  # without: the questions take their ranks
+    assert not np.allclose(mixed.fused[stated], together.fused[stated])
