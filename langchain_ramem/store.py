@@ -351,12 +351,11 @@ class RaMemStore(BaseStore):
         validate_op_namespace(SearchOp(tuple(namespace)))
         gone = 0
         for name in self._tenant_names(tuple(namespace)):
-            records = [r for r in self._records(name) if _under(r["ns"], namespace)]
+            stored = self._records(name)
+            records = [r for r in stored if _under(r["ns"], namespace)]
             if not records:
                 continue
-            tenant = tuple(records[0]["ns"][: self.tenant_depth])
-            everything = len(namespace) <= len(tenant) and len(records) == len(self._records(name))
-            if everything:
+            if len(records) == len(stored):  # the prefix holds all the tenant's items
                 self.memory.drop(namespace=name)
             else:
                 self.memory.delete_keyed([_composite(r) for r in records], namespace=name)
