@@ -220,9 +220,6 @@ class EpisodicIndex:
             self.own.extend(self.own_counts)
         self.own_doc = np.arange(n, dtype=np.int64)
         self.speakers = _speaker_rows({}, units, 0)
-        for built in (self.lexical, self.sessions, self.own):
-            if built is not None:
-                built.freeze()
         self.vectors = vectors
         # the dense window of every row: its neighbours' rows (-1: none) and the inverse norm
         # of the window's summed vectors, so cos(window, q) comes from the rows' own cosines

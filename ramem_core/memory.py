@@ -201,6 +201,11 @@ class RaMem:
         *,
         host: str | None = None,
         port: int = 8000,
+        ssl: bool = False,
+        headers: Mapping[str, str] | None = None,
+        tenant: str | None = None,
+        database: str | None = None,
+        client: Any = None,
         snapshot_dir: str | Path | None = None,
         embedder: Embedder | None = None,
         anchorer: Anchorer | None = None,
@@ -213,19 +218,40 @@ class RaMem:
         refresh_seconds: float = 1.0,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> RaMem:
-        """Open a memory: a local directory (default :func:`default_path`) or, with ``host``,
-        a Chroma server started with ``chroma run``. ``snapshot_dir``: where a server's
-        workers keep snapshot files (they may share it; a local directory keeps its own).
-        ``embedder`` defaults to the shipped MiniLM; the other arguments are :class:`RaMem`'s."""
-        if snapshot_dir is not None and host is None:
+        """Open a memory: a local directory (default :func:`default_path`); with ``host``, a
+        Chroma server started with ``chroma run`` (``ssl``, ``headers``, ``tenant`` and
+        ``database`` go to Chroma's ``HttpClient``); or, with ``client``, any ready Chroma client
+        (an ``HttpClient`` you configured, a ``CloudClient``), which stays yours to close.
+        ``snapshot_dir``: where a server's workers keep snapshot files (they may share it; a
+        local directory keeps its own). ``embedder`` defaults to the shipped MiniLM; the other
+        arguments are :class:`RaMem`'s."""
+        server_only = {"ssl": ssl, "headers": headers, "tenant": tenant, "database": database}
+        given = [name for name, value in server_only.items() if value]
+        if client is not None and (path is not None or host is not None or given):
+            named = ", ".join(["path"] * (path is not None) + ["host"] * (host is not None) + given)
+            msg = f"pass either a ready Chroma client or how to reach one, not both ({named})"
+            raise InvalidInputError(msg)
+        if host is None and client is None and (given or snapshot_dir is not None):
+            named = ", ".join(given + ["snapshot_dir"] * (snapshot_dir is not None))
             msg = (
-                "snapshot_dir is for the workers of a Chroma server (host=...); a local"
-                " directory keeps its snapshot files in DIR/ramem-snapshots"
+                f"{named} {'is' if ',' not in named else 'are'} for a Chroma server (host=... or"
+                " client=...); a local directory keeps its snapshot files in DIR/ramem-snapshots"
             )
             raise InvalidInputError(msg)
         embedder = embedder or _default_embedder()
-        if host is not None:
-            store = ChromaStore.http(host, port, embedder, snapshot_dir=snapshot_dir)
+        if client is not None:
+            store = ChromaStore.of_client(client, embedder, snapshot_dir=snapshot_dir)
+        elif host is not None:
+            store = ChromaStore.http(
+                host,
+                port,
+                embedder,
+                snapshot_dir=snapshot_dir,
+                ssl=ssl,
+                headers=headers,
+                tenant=tenant,
+                database=database,
+            )
         else:
             store = ChromaStore.persistent(path or default_path(), embedder)
         return cls(

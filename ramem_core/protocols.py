@@ -98,11 +98,12 @@ class Store(Protocol):
     """Where memories live: one collection of memory units (with their vectors) per namespace.
 
     The store is the single source of truth; everything RaMem holds in memory is derived from
-    it. Every write announces itself in the namespace's :meth:`version` *after* its data is
-    stored, so a reader that reads the version first and the data second holds at least what
-    the version announces. Selections are plain values (ids, a conversation id, a session id),
-    never a backend's filter syntax. :class:`ramem_core.store.chroma.ChromaStore` is the real
-    one, :class:`ramem_core.testing.InMemoryStore` the fake.
+    it. Every write announces itself in the namespace's :meth:`version` with or *after* its
+    data (never before), so a reader that reads the version first and the data second holds
+    at least what the version announces. Selections are plain values (ids, a conversation id,
+    a session id), never a backend's filter syntax.
+    :class:`ramem_core.store.chroma.ChromaStore` is the real one,
+    :class:`ramem_core.testing.InMemoryStore` the fake.
     """
 
     @property

@@ -92,7 +92,6 @@ class InMemoryStore:
         self.remote = False
         self.data = {} if data is None else data  # namespace -> id -> (unit, vector)
         self.versions = {} if versions is None else versions  # namespace -> writer -> number
-        self._sequence = 0
         self._lock = threading.Lock()
 
     def _open(self) -> None:
@@ -100,8 +99,8 @@ class InMemoryStore:
             raise StoreError("this memory store is closed; open it again to use it")
 
     def _bump(self, namespace: str) -> None:
-        self._sequence += 1
-        self.versions.setdefault(namespace, {})[self.writer] = self._sequence
+        writers = self.versions.setdefault(namespace, {})
+        writers[self.writer] = writers.get(self.writer, 0) + 1
 
     def upsert(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -34,6 +34,10 @@ def _stopwords() -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
+_STEMS: dict[str, str] = {}  # word -> stem, shared by every tokenizer (a rebuild re-stems none)
+_STEMS_LIMIT = 500_000  # words kept; beyond it the cache starts again (~60 MB at most)
+
+
 class Tokenizer:
     """Lower-case words, bm25s's English stop words removed, Snowball English stems."""
 
@@ -41,7 +45,9 @@ class Tokenizer:
         import Stemmer
 
         self._stem = Stemmer.Stemmer("english").stemWord
-        self._cache: dict[str, str] = {}
+        if len(_STEMS) > _STEMS_LIMIT:
+            _STEMS.clear()
+        self._cache = _STEMS
         self._stop = _stopwords()
 
     def __call__(self, text: str) -> list[str]:
@@ -61,10 +67,7 @@ class Tokenizer:
 
 def term_counts(terms: Iterable[str]) -> dict[str, float]:
     """Term frequencies of a token list."""
-    counts: dict[str, float] = defaultdict(float)
-    for term in terms:
-        counts[term] += 1.0
-    return dict(counts)
+    return {term: float(count) for term, count in Counter(terms).items()}
 
 
 def add_weighted(into: dict[str, float], counts: dict[str, float], weight: float) -> None:
@@ -167,6 +170,9 @@ class LexicalIndex:
 
     def extend(self, documents: Sequence[dict[str, float]]) -> None:
         """Append many documents at once (a bulk build: one pass, no per-term bookkeeping)."""
+        if not self._docs and not self._base:
+            self._build(documents)
+            return
         if self._base:  # loaded from a file: posting lists are made term by term
             for counts in documents:
                 self.add(counts)
@@ -191,6 +197,37 @@ class LexicalIndex:
         self._arrays.clear()
         self._length_array = None
 
+    def _build(self, documents: Sequence[dict[str, float]]) -> None:
+        """Index ``documents`` into an empty index as columns: the posting arrays are made
+        with one sort (the form a snapshot file loads), posting lists only for terms that a
+        later append touches."""
+        terms: list[str] = []
+        tfs: list[float] = []
+        sizes: list[int] = []
+        for counts in documents:
+            terms.extend(counts)
+            tfs.extend(counts.values())
+            sizes.append(len(counts))
+        vocabulary: dict[str, int] = {}
+        ids = np.fromiter(
+            (vocabulary.setdefault(t, len(vocabulary)) for t in terms), np.int64, len(terms)
+        )
+        of_doc = np.repeat(np.arange(len(documents), dtype=np.int64), sizes)
+        order = np.argsort(ids, kind="stable")  # by term, each term's docs ascending
+        df = np.bincount(ids, minlength=len(vocabulary))
+        bounds = np.concatenate([[0], np.cumsum(df)]).tolist()
+        docs, weights = of_doc[order], np.asarray(tfs, dtype=np.float32)[order]
+        self._base = {
+            term: (docs[bounds[i] : bounds[i + 1]], weights[bounds[i] : bounds[i + 1]])
+            for term, i in vocabulary.items()
+        }
+        self._df = defaultdict(int, zip(vocabulary, df.tolist(), strict=True))
+        self._docs = list(documents)
+        lengths = np.bincount(of_doc, weights=np.asarray(tfs), minlength=len(documents))
+        self._lengths = lengths.tolist()
+        self._total_length = float(sum(self._lengths))
+        self._live = len(documents)
+
     def remove(self, doc: int) -> None:
         """Remove document ``doc`` (a no-op if it is already removed)."""
         counts = self._docs[doc]
@@ -202,11 +239,6 @@ class LexicalIndex:
         for term in counts:
             self._df[term] -= 1
         self._dead.append(doc)
-
-    def freeze(self) -> None:
-        """Build every term's posting arrays now (after a bulk build), not on first query."""
-        for term in self._postings:
-            self._posting(term)
 
     def _entry(self, term: str) -> tuple[list[int], list[float]]:
         """The appendable posting list of ``term`` (made from the loaded arrays if need be)."""

@@ -138,7 +138,7 @@ class SnapshotCache:
             return None
         stored = self.store.count(namespace)
         if len(snap) != stored:
-            # a writer killed between its data and its version write: memories no version
+            # a writer killed between the batches of a split write: memories no version
             # announces are in the store, and a file at that version lacks them
             log.warning(
                 "ignoring the snapshot file of %r: it holds %d memories, the store %d",

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 _NAMESPACE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,120}[A-Za-z0-9])?$")
 SNAPSHOT_DIRECTORY = "ramem-snapshots"
 """Sub-directory of a memory directory holding its snapshot files (:mod:`.files`)."""
+VERSION_ID = "~ramem-version~"
+"""Id prefix of a namespace's write-version records, one per writer, kept in the namespace's
+own collection so that a write and its announcement are one Chroma call (one transaction)."""
 _BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every backend
 _OPEN_COLLECTIONS = 32  # collection handles kept open (each holds file descriptors locally)
 Where = Mapping[str, Any]
@@ -295,12 +298,11 @@ class ChromaStore:
         self.closed = False
         self._directory_lock: str | None = None
         self._collections: OrderedDict[str, Collection] = OrderedDict()
-        # freshness: each store instance is one writer with its own sequence number
+        # freshness: each store instance is one writer with a sequence number per namespace
         self.writer = uuid.uuid4().hex
-        self._sequence = 0
-        self._sequence_lock = threading.Lock()
+        self._sequences: dict[str, int] = {}
+        self._write_lock = threading.Lock()  # a write and its sequence number go together
         self._unannounced: set[str] = set()  # namespaces whose last version write failed
-        self._versions: Collection | None = None
 
     def close(self) -> None:
         """Release the store's files and connections (a no-op the second time).
@@ -313,7 +315,6 @@ class ChromaStore:
             return
         self.closed = True
         self._collections.clear()
-        self._versions = None
         close = getattr(self.client, "close", None)
         if self.owns_client and callable(close):
             close()
@@ -384,19 +385,57 @@ class ChromaStore:
         port: int,
         embedder: Embedder,
         snapshot_dir: str | Path | None = None,
+        *,
+        ssl: bool = False,
+        headers: Mapping[str, str] | None = None,
+        tenant: str | None = None,
+        database: str | None = None,
     ) -> ChromaStore:
         """A store on a Chroma server started with ``chroma run``; with ``snapshot_dir``, its
-        snapshot files are kept there (a directory the server's workers may share)."""
+        snapshot files are kept there (a directory the server's workers may share).
+        ``ssl``, ``headers`` (e.g. ``{"Authorization": "Bearer ..."}``), ``tenant`` and
+        ``database`` go to Chroma's ``HttpClient`` as they are."""
         import chromadb
+        from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 
+        where = f"{'https' if ssl else 'http'}://{host}:{port}"
         try:
-            client = chromadb.HttpClient(host=host, port=port, settings=_settings())
+            client = chromadb.HttpClient(
+                host=host,
+                port=port,
+                ssl=ssl,
+                headers=dict(headers) if headers is not None else None,
+                settings=_settings(),
+                tenant=tenant or DEFAULT_TENANT,
+                database=database or DEFAULT_DATABASE,
+            )
         except Exception as exc:  # chromadb raises plain exceptions when the server is down
-            msg = f"cannot reach the Chroma server at {host}:{port}: {exc}"
+            msg = f"cannot reach the Chroma server at {where}: {exc}"
             raise StoreError(msg) from exc
-        directory = Path(snapshot_dir) if snapshot_dir is not None else None
-        store = cls(client, embedder, owns_client=True, snapshot_dir=directory)
+        store = cls.of_client(client, embedder, snapshot_dir=snapshot_dir, owns_client=True)
         store.remote = True
+        return store
+
+    @classmethod
+    def of_client(
+        cls,
+        client: ClientAPI,
+        embedder: Embedder,
+        *,
+        snapshot_dir: str | Path | None = None,
+        owns_client: bool = False,
+    ) -> ChromaStore:
+        """A store on a ready Chroma client: an ``HttpClient`` behind TLS or with auth
+        headers, a ``CloudClient``, any tenant and database. The client is the caller's
+        (not closed with the store unless ``owns_client``). A client of a server reads over
+        the network, so snapshot files of any size are kept in ``snapshot_dir`` if given."""
+        if not callable(getattr(client, "get_or_create_collection", None)):
+            msg = f"client must be a Chroma client (chromadb.HttpClient, ...), got {client!r}"
+            raise InvalidInputError(msg)
+        directory = Path(snapshot_dir) if snapshot_dir is not None else None
+        store = cls(client, embedder, owns_client=owns_client, snapshot_dir=directory)
+        settings = getattr(client, "get_settings", lambda: None)()
+        store.remote = "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
         return store
 
     # ------------------------------------------------------------------ collections
@@ -408,8 +447,9 @@ class ChromaStore:
         if self.closed:
             raise StoreError("this memory store is closed; open it again to use it")
 
-    def collection(self, namespace: str) -> Collection:
-        """The collection of ``namespace``, created on first use.
+    def collection(self, namespace: str, *, create: bool = True) -> Collection:
+        """The collection of ``namespace``, created on first use (``create=False``: raises
+        chromadb's ``NotFoundError`` for an unknown namespace instead).
 
         Raises:
             StoreError: the namespace holds vectors of another embedder (name or dimension).
@@ -420,16 +460,25 @@ class ChromaStore:
             self._collections.move_to_end(namespace)
             return cached
         name = self._name(namespace)
+        from chromadb.errors import NotFoundError
+
         try:
-            collection = self.client.get_or_create_collection(
-                name,
-                embedding_function=_embedding_function(self.embedder),
-                metadata={
-                    "hnsw:space": "cosine",
-                    "ramem_embedder": self.embedder.name,
-                    "ramem_dimension": self.embedder.dimension,
-                },
-            )
+            if create:
+                collection = self.client.get_or_create_collection(
+                    name,
+                    embedding_function=_embedding_function(self.embedder),
+                    metadata={
+                        "hnsw:space": "cosine",
+                        "ramem_embedder": self.embedder.name,
+                        "ramem_dimension": self.embedder.dimension,
+                    },
+                )
+            else:
+                collection = self.client.get_collection(
+                    name, embedding_function=_embedding_function(self.embedder)
+                )
+        except NotFoundError:
+            raise
         except Exception as exc:
             msg = f"cannot open collection {name!r}: {exc}"
             raise StoreError(msg) from exc
@@ -452,11 +501,12 @@ class ChromaStore:
 
     def _existing(self, namespace: str) -> Collection | None:
         """The collection of ``namespace`` if it exists; reads never create one."""
-        if namespace in self._collections:
-            return self.collection(namespace)
-        if namespace not in self.namespaces():
+        from chromadb.errors import NotFoundError
+
+        try:
+            return self.collection(namespace, create=False)
+        except NotFoundError:
             return None
-        return self.collection(namespace)
 
     def has_namespace(self, namespace: str) -> bool:
         """True when ``namespace`` exists in this store (it may still be empty)."""
@@ -464,29 +514,19 @@ class ChromaStore:
 
     # ------------------------------------------------------------------ freshness
 
-    def _version_collection(self) -> Collection:
-        self._open()
-        if self._versions is None:
-            # one collection for every namespace of the directory, whatever their embedders:
-            # its records carry a fixed one-dimensional vector, never the embedder's
-            self._versions = self.client.get_or_create_collection(
-                f"{self.prefix}-write-versions",
-                embedding_function=_embedding_function(self.embedder),
-                metadata={"hnsw:space": "l2"},
-            )
-        return self._versions
-
     def version(self, namespace: str) -> Version:
-        """The namespace's write version: every writer's latest sequence number.
+        """The namespace's write version: every writer's latest sequence number there.
 
-        Every write (upsert, delete, drop) raises its writer's number *after* the data is
-        written, so a reader that reads the version first and the data second holds at least
-        what the version announces.
+        Each writer keeps one version record in the namespace's own collection (id
+        :data:`VERSION_ID` + writer, never read as a memory), written in the same Chroma call as
+        the data it announces: one transaction, so a reader that holds the version holds the
+        data, and a writer killed mid-write leaves neither. A delete writes it right after.
         """
         try:
-            result = self._version_collection().get(
-                where={"namespace": namespace}, include=["metadatas"]
-            )
+            collection = self._existing(namespace)
+            if collection is None:
+                return frozenset()
+            result = collection.get(where={"ramem_version": True}, include=["metadatas"])
         except StoreError:
             raise
         except Exception as exc:
@@ -498,17 +538,27 @@ class ChromaStore:
             if m is not None
         )
 
+    def _version_record(self, namespace: str) -> tuple[str, dict[str, Any], int]:
+        """This writer's next version record of ``namespace``: id, metadata, sequence number
+        (taken by :meth:`_announced` once written). Call with the write lock held."""
+        sequence = self._sequences.get(namespace, 0) + 1
+        metadata = {"ramem_version": True, "writer": self.writer, "sequence": sequence}
+        return f"{VERSION_ID}{self.writer}", metadata, sequence
+
+    def _unit_vector(self) -> npt.NDArray[np.float32]:
+        vector = np.zeros((1, self.embedder.dimension), dtype=np.float32)
+        vector[0, 0] = 1.0  # a version record's vector: never queried, any unit vector
+        return vector
+
     def _bump(self, namespace: str) -> None:
-        """Announce a write by this store to ``namespace``; raises whatever Chroma raises."""
-        with self._sequence_lock:
-            self._sequence += 1
-            sequence = self._sequence
+        """Announce a write that carried no version record (a delete); raises whatever Chroma
+        raises. Call with the write lock held."""
         self._unannounced.add(namespace)
-        self._version_collection().upsert(
-            ids=[f"{namespace}/{self.writer}"],
-            embeddings=np.ones((1, 1), dtype=np.float32),
-            metadatas=[{"namespace": namespace, "writer": self.writer, "sequence": sequence}],
+        record, metadata, sequence = self._version_record(namespace)
+        self.collection(namespace).upsert(
+            ids=[record], embeddings=self._unit_vector(), documents=[""], metadatas=[metadata]
         )
+        self._sequences[namespace] = sequence
         self._unannounced.discard(namespace)
 
     def namespaces(self) -> list[str]:
@@ -521,10 +571,12 @@ class ChromaStore:
     def drop(self, namespace: str) -> None:
         """Delete the namespace and every memory in it."""
         name = self._name(namespace)
-        self._collections.pop(namespace, None)
-        if namespace in self.namespaces():
-            self.client.delete_collection(name)
-            self._announce(namespace, "dropping")
+        with self._write_lock:
+            self._collections.pop(namespace, None)
+            if namespace in self.namespaces():
+                # the version records go with the collection: readers see an empty version,
+                # unlike any they hold, and this writer's next records keep counting up
+                self.client.delete_collection(name)
 
     def _announce(self, namespace: str, what: str) -> None:
         try:
@@ -572,29 +624,39 @@ class ChromaStore:
         ids = [u.id for u in units]
         existing = set() if new_ids else set(self.existing_ids(namespace, ids))
         written: list[str] = []
-        try:
-            step = max_write_batch(self)
-            for begin in range(0, len(units), step):
-                batch = units[begin : begin + step]
-                collection.upsert(
-                    ids=[u.id for u in batch],
-                    documents=[u.content for u in batch],
-                    embeddings=vectors[begin : begin + step],
-                    metadatas=[to_metadata(u) for u in batch],  # type: ignore[misc]
-                )
-                written.extend(u.id for u in batch)
-            self._bump(namespace)
-        except Exception as exc:
-            undone = "nothing of it was kept"
+        with self._write_lock:
+            record, announcement, sequence = self._version_record(namespace)
             try:
-                for chunk in _chunks([i for i in written if i not in existing]):
-                    collection.delete(ids=chunk)
-            except Exception as again:
-                undone = f"undoing it failed too ({again}): some memories may be stored"
-            msg = (
-                f"writing {len(units)} memories to namespace {namespace!r} failed: {exc}; {undone}"
-            )
-            raise StoreError(msg) from exc
+                step = max_write_batch(self) - 1  # room for the version record
+                for begin in range(0, len(units), step):
+                    batch = units[begin : begin + step]
+                    rows = vectors[begin : begin + step]
+                    batch_ids = [u.id for u in batch]
+                    documents = [u.content for u in batch]
+                    metadatas: list[Any] = [to_metadata(u) for u in batch]
+                    if begin + step >= len(units):  # the last call announces the write
+                        batch_ids.append(record)
+                        documents.append("")
+                        metadatas.append(announcement)
+                        rows = np.vstack([rows, self._unit_vector()])
+                    collection.upsert(
+                        ids=batch_ids, documents=documents, embeddings=rows, metadatas=metadatas
+                    )
+                    written.extend(u.id for u in batch)
+                self._sequences[namespace] = sequence
+                self._unannounced.discard(namespace)
+            except Exception as exc:
+                undone = "nothing of it was kept"
+                try:
+                    for chunk in _chunks([i for i in written if i not in existing]):
+                        collection.delete(ids=chunk)
+                except Exception as again:
+                    undone = f"undoing it failed too ({again}): some memories may be stored"
+                msg = (
+                    f"writing {len(units)} memories to namespace {namespace!r} failed: {exc}; "
+                    f"{undone}"
+                )
+                raise StoreError(msg) from exc
         return len(set(ids) - existing)
 
     def delete(
@@ -619,10 +681,11 @@ class ChromaStore:
         else:
             msg = "delete needs ids, a conversation id or a session id"
             raise InvalidInputError(msg)
-        for chunk in _chunks(found):
-            collection.delete(ids=chunk)
-        if found or namespace in self._unannounced:
-            self._announce(namespace, f"deleting {len(found)} memories")
+        with self._write_lock:
+            for chunk in _chunks(found):
+                collection.delete(ids=chunk)
+            if found or namespace in self._unannounced:
+                self._announce(namespace, f"deleting {len(found)} memories")
         return len(found)
 
     # ------------------------------------------------------------------ reads
@@ -630,7 +693,10 @@ class ChromaStore:
     def count(self, namespace: str) -> int:
         """Number of memories in ``namespace`` (0 for an unknown one, which is not created)."""
         collection = self._existing(namespace)
-        return 0 if collection is None else int(collection.count())
+        if collection is None:
+            return 0
+        records = collection.get(where={"ramem_version": True}, include=[])["ids"]
+        return int(collection.count()) - len(records)
 
     def existing_ids(
         self, namespace: str, ids: Sequence[str], *, where: Where | None = None
@@ -695,12 +761,16 @@ class ChromaStore:
             result = collection.get(**kwargs)
             documents = result["documents"] or []
             metadatas = result["metadatas"] or []
+            memories = [not i.startswith(VERSION_ID) for i in result["ids"]]
             units.extend(
                 from_record(i, d or "", m or {})
-                for i, d, m in zip(result["ids"], documents, metadatas, strict=True)
+                for i, d, m, memory in zip(
+                    result["ids"], documents, metadatas, memories, strict=True
+                )
+                if memory
             )
-            if vectors and len(result["ids"]):
-                rows.append(np.asarray(result["embeddings"], dtype=np.float32))
+            if vectors and any(memories):
+                rows.append(np.asarray(result["embeddings"], dtype=np.float32)[memories])
             if len(result["ids"]) < _BATCH:
                 break
             offset += _BATCH

@@ -8,7 +8,7 @@ second; units are decoded only when a recall returns them.
 A file is used only when it holds the namespace's current write version
 (:meth:`~ramem_core.protocols.Store.version`) and was built with the same index settings, file
 format and vector dimension, and (checked by :class:`~ramem_core.store.cache.SnapshotCache`)
-holds as many memories as the store: a writer killed between its data and its version write
+holds as many memories as the store: a writer killed between the batches of a split write
 leaves memories no version announces. Anything else (another writer wrote since, other keys, a
 damaged or truncated file) falls back to the store, which stays the single source of truth.
 Files are written whole and renamed into place, so a crash or a concurrent writer never leaves

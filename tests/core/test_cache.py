@@ -8,14 +8,17 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
+from chromadb.api.models.Collection import Collection
 
 from ramem_core import Conversation, RaMem, Session, StoreError, Turn
+from ramem_core.anchoring import RuleAnchorer
 from ramem_core.episodic import EpisodicKeys
 from ramem_core.store.cache import SnapshotCache
-from ramem_core.store.chroma import ChromaStore
+from ramem_core.store.chroma import VERSION_ID, ChromaStore
 from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
 from tests.conftest import two_trips
 
@@ -90,19 +93,36 @@ def test_a_slow_load_never_replaces_a_newer_snapshot() -> None:
 
 
 def test_a_file_that_misses_stored_memories_is_not_trusted(tmp_path: Path) -> None:
-    """A writer killed after its data and before its version write leaves a memory that no
-    version announces: a snapshot file at that version lacks it, and is ignored."""
+    """A writer killed between the batches of a large write leaves memories that no version
+    announces: a snapshot file at that version lacks them, and is ignored."""
     with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as first:
         for minute in range(4):
             first.add_turn(
                 "Ana", f"Note number {minute} about pottery.", at=T0 + timedelta(minutes=minute)
             )
         first.recall("pottery")
-    # a second worker stores a turn, then dies before announcing it (no close either)
+    # a second worker writes two memories in batches of one and dies after the first batch
     killed = RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter())
     assert isinstance(killed.store, ChromaStore)
-    killed.store._bump = lambda namespace: None  # type: ignore[method-assign]
-    killed.add_turn("Ana", "The kiln cracked today.", at=T0 + timedelta(minutes=9))
+    collection = killed.store.collection("default")
+    calls = []
+
+    def dies_on_second_call(**kwargs: Any) -> None:
+        calls.append(kwargs["ids"])
+        if len(calls) == 2:
+            raise SystemExit("killed")  # not an Exception: nothing is undone
+        Collection.upsert(collection, **kwargs)
+
+    killed.store._collections["default"] = _Patched(collection, upsert=dies_on_second_call)  # type: ignore[assignment]
+    at = T0 + timedelta(minutes=9)
+    turns = (Turn("k1", "Ana", "The kiln cracked today.", at), Turn("k2", "Ana", "I swept up.", at))
+    units = RuleAnchorer().anchor(Conversation("kiln", (Session("kiln-s1", turns, at),), ("Ana",)))
+    with (
+        mock.patch("ramem_core.store.chroma.max_write_batch", return_value=2),
+        pytest.raises(SystemExit),
+    ):
+        killed.add_units(units)
+    assert [len(ids) for ids in calls] == [1, 2]  # one memory, then one with the version record
     for _ in range(2):  # every restart serves all five, also after its own writes and close
         with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as restarted:
             assert len(restarted.snapshots.get("default")) == 5
@@ -114,38 +134,66 @@ def test_a_file_that_misses_stored_memories_is_not_trusted(tmp_path: Path) -> No
     killed.close()
 
 
-class FlakyVersions:
-    """Wraps Chroma's write-version collection: its next ``failures`` upserts raise."""
+class _Patched:
+    """A Chroma collection with some of its methods replaced."""
 
-    def __init__(self, inner: object, failures: int) -> None:
+    def __init__(self, inner: object, **methods: object) -> None:
         self.inner = inner
-        self.failures = failures
-
-    def upsert(self, **kwargs: object) -> None:
-        if self.failures:
-            self.failures -= 1
-            raise ConnectionError("connection reset by peer")
-        self.inner.upsert(**kwargs)  # type: ignore[attr-defined]
+        self.methods = methods
 
     def __getattr__(self, name: str) -> object:
-        return getattr(self.inner, name)
+        return self.methods.get(name) or getattr(self.inner, name)
 
 
-def test_a_failed_version_write_is_a_store_error_and_a_retry_stores_once(
-    memory: RaMem,
-) -> None:
+def _failing_upserts(collection: object, failures: int) -> _Patched:
+    """``collection`` whose next ``failures`` upserts raise, as a dropped connection does."""
+    left = [failures]
+
+    def upsert(**kwargs: object) -> None:
+        if left[0]:
+            left[0] -= 1
+            raise ConnectionError("connection reset by peer")
+        collection.upsert(**kwargs)  # type: ignore[attr-defined]
+
+    return _Patched(collection, upsert=upsert)
+
+
+def test_a_failed_write_is_a_store_error_and_a_retry_stores_once(memory: RaMem) -> None:
     store = memory.store
     assert isinstance(store, ChromaStore)
     first = memory.add_turn("Ana", "I bought a red bicycle.", at=T0)
-    store._versions = FlakyVersions(store._version_collection(), failures=1)  # type: ignore[assignment]
+    version = store.version("default")
+    store._collections["default"] = _failing_upserts(store.collection("default"), 1)  # type: ignore[assignment]
     with pytest.raises(StoreError, match="nothing of it was kept"):
         memory.add_turn("Ana", "I painted the kitchen green.", at=T0 + timedelta(minutes=1))
-    assert memory.count() == 1  # the turn was undone with its failed announcement
+    assert memory.count() == 1
+    assert store.version("default") == version  # nothing announced
     retried = memory.add_turn("Ana", "I painted the kitchen green.", at=T0 + timedelta(minutes=1))
     assert memory.count() == 2
     assert retried.context.turn_index == first.context.turn_index + 1  # no index reused
     assert retried.context.session_id == first.context.session_id
     assert "Ana: I painted the kitchen green." in _texts(memory)
+
+
+def test_a_write_and_its_version_record_are_one_chroma_call(memory: RaMem) -> None:
+    store = memory.store
+    assert isinstance(store, ChromaStore)
+    memory.add_turn("Ana", "I bought a red bicycle.", at=T0)
+    collection = store.collection("default")
+    calls: list[list[str]] = []
+
+    def upsert(**kwargs: Any) -> None:
+        calls.append(list(kwargs["ids"]))
+        collection.upsert(**kwargs)
+
+    store._collections["default"] = _Patched(collection, upsert=upsert)  # type: ignore[assignment]
+    memory.add_turn("Ana", "I painted the kitchen green.", at=T0 + timedelta(minutes=1))
+    assert len(calls) == 1
+    assert calls[0][-1] == f"{VERSION_ID}{store.writer}"
+    assert store.version("default") == frozenset({(store.writer, 2)})
+    assert memory.count() == 2  # the version record is not a memory
+    assert len(store.get("default")) == 2
+    assert len(store.load("default")[1]) == 2
 
 
 def test_a_failed_delete_announcement_is_made_by_the_next_write(memory: RaMem) -> None:
@@ -154,12 +202,29 @@ def test_a_failed_delete_announcement_is_made_by_the_next_write(memory: RaMem) -
     memory.add_conversation(two_trips())
     other = RaMem(ChromaStore(store.client, HashEmbedder()), refresh_seconds=0)
     assert len(other.snapshots.get("default")) == 6
-    store._versions = FlakyVersions(store._version_collection(), failures=1)  # type: ignore[assignment]
+    store._collections["default"] = _failing_upserts(store.collection("default"), 1)  # type: ignore[assignment]
     unit = memory.recall("sardines", k=1)[0].unit
     with pytest.raises(StoreError, match="announcing it to other workers failed"):
         memory.delete(unit_ids=[unit.id])
     assert memory.delete(unit_ids=[unit.id]) == 0  # a retry deletes nothing more ...
     assert len(other.snapshots.get("default")) == 5  # ... but announces the first delete
+
+
+def test_writes_to_other_namespaces_between_do_not_rebuild_a_snapshot() -> None:
+    """Each namespace counts its own writes: a worker writing to several users in turn folds
+    each write into that user's snapshot instead of rebuilding it."""
+    memory = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter())
+    for minute in range(3):
+        for ns in ("u1", "u2"):
+            at = T0 + timedelta(minutes=minute)
+            memory.add_turn("Ana", f"Note {minute} for {ns}.", at=at, namespace=ns)
+            memory.recall("note", namespace=ns)
+    built = memory.snapshots.get("u1")
+    with mock.patch.object(memory.store, "load", side_effect=AssertionError("rebuilt")):
+        memory.add_turn("Ana", "Note 3 for u2.", at=T0 + timedelta(minutes=3), namespace="u2")
+        memory.add_turn("Ana", "Note 3 for u1.", at=T0 + timedelta(minutes=3), namespace="u1")
+        assert len(memory.snapshots.get("u1")) == len(built) + 1
+    memory.close()
 
 
 def _two_workers() -> tuple[RaMem, RaMem]:

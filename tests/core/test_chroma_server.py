@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -162,3 +163,87 @@ def test_the_directory_a_server_serves_is_not_opened_locally(
     assert served.recall("Where did Ben eat grilled sardines?", k=1)  # the server still serves
     served.drop()
     served.close()
+
+
+@pytest.mark.slow
+def test_tenant_and_database_reach_the_server(chroma_server: int) -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    admin = chromadb.AdminClient(
+        Settings(
+            chroma_api_impl="chromadb.api.fastapi.FastAPI",
+            chroma_server_host="127.0.0.1",
+            chroma_server_http_port=chroma_server,
+            anonymized_telemetry=False,
+        )
+    )
+    admin.create_tenant("acme")
+    admin.create_database("memories", tenant="acme")
+
+    def memory(tenant: str | None = None, database: str | None = None) -> RaMem:
+        return RaMem.open(
+            host="127.0.0.1",
+            port=chroma_server,
+            tenant=tenant,
+            database=database,
+            namespace="t-1",
+            embedder=HashEmbedder(),
+        )
+
+    with memory("acme", "memories") as acme:
+        acme.add_conversation(two_trips())
+    with memory() as default:  # the default tenant's database does not hold it
+        assert "t-1" not in default.store.namespaces()
+    with memory("acme", "memories") as again:
+        assert again.count() == 6
+        again.drop()
+
+
+@pytest.mark.slow
+def test_a_ready_client_is_used_and_left_open(chroma_server: int) -> None:
+    import chromadb
+
+    client = chromadb.HttpClient(host="127.0.0.1", port=chroma_server)
+    memory = RaMem.open(client=client, embedder=HashEmbedder(), namespace="ready-client")
+    assert memory.store.remote  # snapshot files of any size are worth keeping
+    memory.add_conversation(two_trips())
+    assert memory.recall("Where did Ben eat grilled sardines?", k=1)
+    with mock.patch.object(client, "close") as close:
+        memory.close()
+    close.assert_not_called()  # the caller's client stays open
+    assert "ramem_ready-client" in [c.name for c in client.list_collections()]
+    client.delete_collection("ramem_ready-client")
+
+
+def test_ssl_and_headers_go_to_chromas_http_client() -> None:
+    import chromadb
+
+    with (
+        mock.patch.object(chromadb, "HttpClient", side_effect=ConnectionError("handshake")) as made,
+        pytest.raises(StoreError, match=r"cannot reach the Chroma server at https://db:443"),
+    ):
+        RaMem.open(
+            host="db",
+            port=443,
+            ssl=True,
+            headers={"Authorization": "Bearer t0k3n"},
+            tenant="acme",
+            database="memories",
+            embedder=HashEmbedder(),
+        )
+    kwargs = made.call_args.kwargs
+    assert kwargs["ssl"] is True
+    assert kwargs["headers"] == {"Authorization": "Bearer t0k3n"}
+    assert (kwargs["tenant"], kwargs["database"]) == ("acme", "memories")
+
+
+def test_a_client_with_a_host_or_server_options_without_a_server_is_refused(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ValueError, match=r"either a ready Chroma client or .*\(host\)"):
+        RaMem.open(host="db", client=object(), embedder=HashEmbedder())
+    with pytest.raises(ValueError, match="tenant is for a Chroma server"):
+        RaMem.open(tmp_path, tenant="acme", embedder=HashEmbedder())
+    with pytest.raises(ValueError, match="must be a Chroma client"):
+        RaMem.open(client=object(), embedder=HashEmbedder())

@@ -371,7 +371,11 @@ def test_a_servers_workers_share_a_snapshot_directory(
 ) -> None:
     import chromadb
 
-    # in-process clients share one state: they stand in for workers of `chroma run`
+    # in-process clients share one state: they stand in for workers of `chroma run`; the
+    # state lives while one of them is open, so this one holds it across the workers' closes
+    from ramem_core.store.chroma import _settings
+
+    keeper = chromadb.EphemeralClient(_settings())
     monkeypatch.setattr(
         chromadb, "HttpClient", lambda **kw: chromadb.EphemeralClient(kw["settings"])
     )
@@ -395,5 +399,6 @@ def test_a_servers_workers_share_a_snapshot_directory(
     assert _answers(third) == before  # from the shared file, not rebuilt
     second.close()
     third.close()
-    with pytest.raises(ValueError, match="snapshot_dir is for the workers of a Chroma server"):
+    del keeper  # the shared state may go now
+    with pytest.raises(ValueError, match="snapshot_dir is for a Chroma server"):
         RaMem.open(tmp_path / "local", snapshot_dir=shared, embedder=HashEmbedder())

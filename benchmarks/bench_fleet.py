@@ -1,0 +1,451 @@
+"""Many users across worker processes on one Chroma server (issue 22's benchmark).
+
+    python benchmarks/bench_fleet.py                  # U=300 users (~170k memories), W=2
+    python benchmarks/bench_fleet.py --users 20       # a quick run
+
+Starts ``chroma run`` on a free local port, stores U users (user ``u`` holds LoCoMo dev
+conversation ``u mod 5`` in namespace ``user-u``; a cached MiniLM embedder computes each text
+once), then measures, side by side on this machine:
+
+- first recall of a user a worker has never served: rebuilt from Chroma (no snapshot file)
+  against a bare Chroma get of the same namespace's records, and loaded from a shared
+  snapshot file;
+- a random-user request stream on W worker processes (``cache_bytes`` at its default, shared
+  snapshot files): recall p50/p95, and warm recall (one user again and again);
+- worker RSS and snapshot bytes per memory;
+- ``add_turn`` p50 through the server and on a local directory, beside embedding the turn and
+  beside one bare Chroma upsert of the same record (into an empty collection and into a copy
+  of the user's collection);
+- ingest turns/s through the server with the real embedder against the embedder alone on the
+  same texts.
+
+Prints a table and writes ``results/bench_fleet.json``; stops its server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_core import percentile, write_result  # noqa: E402
+
+from ramem_core import RaMem  # noqa: E402
+from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
+from ramem_core.loaders import load_conversations  # noqa: E402
+from ramem_core.store.chroma import ChromaStore  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
+RESULT = ROOT / "benchmarks" / "results" / "bench_fleet.json"
+CACHE = ROOT / "benchmarks" / "results" / ".fleet-vectors.sqlite"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """``chroma run`` on a free port, serving ``path``; waits until it accepts connections."""
+    port = _free_port()
+    binary = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    log = (path.parent / "chroma-server.log").open("w")
+    proc = subprocess.Popen(
+        [binary, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return proc, port
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit("chroma run exited; see chroma-server.log") from None
+            time.sleep(0.2)
+    proc.terminate()
+    raise SystemExit("chroma run did not start within 60 s")
+
+
+def _questions() -> list[list[str]]:
+    """Each dev conversation's questions."""
+    import json
+
+    samples = json.loads(DATA.read_text(encoding="utf-8"))
+    return [[qa["question"] for qa in s.get("qa", [])] for s in samples]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        pages = int(statm.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {
+        "p50": round(percentile(values, 50), 1),
+        "p95": round(percentile(values, 95), 1),
+        "n": len(values),
+    }
+
+
+# ------------------------------------------------------------------ workers (processes)
+
+
+def worker(task: dict[str, Any], out: Any) -> None:
+    """One worker process: a RaMem on the server, running one phase's requests."""
+    embedder = CachedEmbedder(MiniLMEmbedder(), CACHE)
+    snapshot_dir = task.get("snapshot_dir")
+    memory = RaMem.open(
+        host="127.0.0.1", port=task["port"], snapshot_dir=snapshot_dir, embedder=embedder
+    )
+    questions = task["questions"]
+    rng = random.Random(task["seed"])
+    result: dict[str, Any] = {"first": [], "bare_get": [], "random": [], "warm": []}
+    store = memory.store
+    assert isinstance(store, ChromaStore)
+    for user in task.get("first_users", []):
+        ns = f"user-{user}"
+        question = rng.choice(questions[user % len(questions)])
+        embedder.embed([question])  # the query's vector is not part of what is measured
+        if task.get("bare"):
+            t = time.perf_counter()
+            store.collection(ns).get(include=["documents", "metadatas", "embeddings"])
+            result["bare_get"].append(_ms(t))
+        t = time.perf_counter()
+        memory.recall(question, namespace=ns)
+        result["first"].append(_ms(t))
+    users = task.get("random_users", [])
+    for _ in range(task.get("requests", 0)):
+        user = rng.choice(users)
+        question = rng.choice(questions[user % len(questions)])
+        embedder.embed([question])
+        t = time.perf_counter()
+        memory.recall(question, namespace=f"user-{user}")
+        result["random"].append(_ms(t))
+    if users:
+        ns = f"user-{users[0]}"
+        pool = questions[users[0] % len(questions)]
+        for question in pool[:5]:
+            embedder.embed([question])
+            memory.recall(question, namespace=ns)
+        for _ in range(100):
+            question = rng.choice(pool)
+            embedder.embed([question])
+            t = time.perf_counter()
+            memory.recall(question, namespace=ns)
+            result["warm"].append(_ms(t))
+        cached = memory.snapshots.cached
+        held = memory.snapshots.nbytes
+        memories = sum(len(memory.snapshots.get(ns)) for ns in cached)
+        result["bytes_per_memory"] = held / max(memories, 1)
+        result["cache_bytes"] = memory.snapshots.cache_bytes
+        result["cached_users"] = len(cached)
+    if task.get("persist"):
+        memory.snapshots.persist()
+    result["rss_mb"] = rss_mb()
+    memory.close()
+    out.put(result)
+
+
+def run_workers(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run ``tasks`` in as many fresh processes at once; their results in order."""
+    context = mp.get_context("spawn")
+    queues = [context.Queue() for _ in tasks]
+    pairs = zip(tasks, queues, strict=True)
+    procs = [context.Process(target=worker, args=pair) for pair in pairs]
+    for proc in procs:
+        proc.start()
+    results = [q.get() for q in queues]
+    for proc in procs:
+        proc.join()
+    return results
+
+
+# ------------------------------------------------------------------ phases
+
+
+def ingest(port: int, users: int, conversations: list[Any]) -> dict[str, Any]:
+    """Store every user; the first few with the real embedder, timed against it alone."""
+    real = MiniLMEmbedder()
+    cached = CachedEmbedder(real, CACHE)
+    timed = min(3, users)
+    texts_total, ingest_s, embed_s = 0, 0.0, 0.0
+    with RaMem.open(host="127.0.0.1", port=port, embedder=real) as memory:
+        for user in range(timed):
+            conversation = conversations[user % len(conversations)]
+            texts = [u.content for u in memory.anchorer.anchor(conversation)]
+            t = time.perf_counter()
+            real.embed(texts)
+            embed_s += time.perf_counter() - t
+            t = time.perf_counter()
+            report = memory.add_conversation(conversation, namespace=f"user-{user}")
+            ingest_s += time.perf_counter() - t
+            texts_total += report.turns
+    with RaMem.open(host="127.0.0.1", port=port, embedder=cached) as memory:
+        start = time.perf_counter()
+        for user in range(timed, users):
+            memory.add_conversation(
+                conversations[user % len(conversations)], namespace=f"user-{user}"
+            )
+            if (user + 1) % 25 == 0 or user + 1 == users:
+                rate = (user + 1 - timed) / (time.perf_counter() - start)
+                print(f"  stored {user + 1}/{users} users ({rate:.1f} users/s)", flush=True)
+        memories = sum(memory.count(namespace=f"user-{u}") for u in range(users))
+    return {
+        "users": users,
+        "memories": memories,
+        "ingest_turns_per_s": round(texts_total / ingest_s, 1),
+        "embedder_turns_per_s": round(texts_total / embed_s, 1),
+        "ingest_over_embedder": round(embed_s / ingest_s, 3),
+    }
+
+
+def live_turns(port: int, turns: int) -> dict[str, Any]:
+    """add_turn through the server and on a local directory, each beside embedding the turn
+    and one bare upsert of the same record (an empty collection, a copy of the namespace)."""
+    embedder = MiniLMEmbedder()
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as local:
+        for where in ("server", "local"):
+            memory = (
+                RaMem.open(host="127.0.0.1", port=port, embedder=embedder)
+                if where == "server"
+                else RaMem.open(local, embedder=embedder)
+            )
+            ns = "live-bench"
+            source = RaMem.open(host="127.0.0.1", port=port, embedder=embedder)
+            units, vectors = source.store.load("user-0")
+            source.close()
+            memory.add_units(units, namespace=ns)
+            store = memory.store
+            assert isinstance(store, ChromaStore)
+            client = store.client
+            empty = client.get_or_create_collection("bench-empty", embedding_function=None)
+            copy = client.get_or_create_collection("bench-copy", embedding_function=None)
+            from ramem_core.store.codec import to_metadata
+
+            copy.upsert(
+                ids=[u.id for u in units],
+                documents=[u.content for u in units],
+                embeddings=vectors,
+                metadatas=[to_metadata(u) for u in units],  # type: ignore[misc]
+            )
+            start = datetime(2030, 1, 1, 9)
+            timings: dict[str, list[float]] = {"add_turn": [], "embed": [], "empty": [], "copy": []}
+            for i in range(turns + 5):
+                text = f"user message number {i} about the garden and the new job"
+                t = time.perf_counter()
+                vector = embedder.embed([text])
+                embed_ms = _ms(t)
+                t = time.perf_counter()
+                unit = memory.add_turn(
+                    "user", text, at=start + timedelta(seconds=20 * i), namespace=ns
+                )
+                add_ms = _ms(t)
+                bare: dict[str, float] = {}
+                for name, collection in (("empty", empty), ("copy", copy)):
+                    t = time.perf_counter()
+                    collection.upsert(
+                        ids=[f"bare-{i}"],
+                        documents=[unit.content],
+                        embeddings=vector,
+                        metadatas=[to_metadata(unit)],  # type: ignore[list-item]
+                    )
+                    bare[name] = _ms(t)
+                if i >= 5:  # the first turns open the session and warm the caches
+                    timings["add_turn"].append(add_ms)
+                    timings["embed"].append(embed_ms)
+                    timings["empty"].append(bare["empty"])
+                    timings["copy"].append(bare["copy"])
+            client.delete_collection("bench-empty")
+            client.delete_collection("bench-copy")
+            memory.drop(namespace=ns)
+            memory.close()
+            p50 = {name: percentile(values, 50) for name, values in timings.items()}
+            out[where] = {
+                "add_turn_p50_ms": round(p50["add_turn"], 1),
+                "embed_p50_ms": round(p50["embed"], 1),
+                "bare_upsert_empty_p50_ms": round(p50["empty"], 1),
+                "bare_upsert_copy_p50_ms": round(p50["copy"], 1),
+                "over_embed": round(p50["add_turn"] / p50["embed"], 2),
+                "over_embed_plus_upsert_empty": round(
+                    p50["add_turn"] / (p50["embed"] + p50["empty"]), 2
+                ),
+                "over_embed_plus_upsert_copy": round(
+                    p50["add_turn"] / (p50["embed"] + p50["copy"]), 2
+                ),
+            }
+            print(f"  add_turn {where}: {out[where]}", flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--users", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--first", type=int, default=20, help="first recalls per worker")
+    parser.add_argument("--requests", type=int, default=200, help="random requests per worker")
+    parser.add_argument("--turns", type=int, default=40, help="timed add_turn calls")
+    parser.add_argument("--out", type=Path, default=RESULT)
+    args = parser.parse_args()
+    if not DATA.exists():
+        print(f"skipped: {DATA} not found")
+        return
+    conversations = load_conversations(DATA)
+    questions = _questions()
+    workdir = Path(tempfile.mkdtemp(prefix="ramem-fleet-"))
+    server, port = start_server(workdir / "db")
+    result: dict[str, Any] = {"users": args.users, "workers": args.workers, "cpus": os.cpu_count()}
+    try:
+        print(f"ingest: {args.users} users through chroma run on port {port}", flush=True)
+        result["ingest"] = ingest(port, args.users, conversations)
+        print(f"  {result['ingest']}", flush=True)
+        shared = workdir / "snapshots"
+        per = args.first
+        users = list(range(args.users))
+        random.Random(0).shuffle(users)
+        # 1. first recalls rebuilt from Chroma, beside a bare get of the same records
+        print("first recall, no snapshot files", flush=True)
+        tasks = [
+            {
+                "port": port,
+                "questions": questions,
+                "seed": w,
+                "first_users": users[w * per : (w + 1) * per],
+                "bare": True,
+            }
+            for w in range(args.workers)
+        ]
+        rebuilt = run_workers(tasks)
+        # 2. one process writes every user's snapshot file (what a fleet's workers leave)
+        print("writing shared snapshot files", flush=True)
+        run_workers(
+            [
+                {
+                    "port": port,
+                    "questions": questions,
+                    "seed": 99,
+                    "first_users": list(range(args.users)),
+                    "snapshot_dir": str(shared),
+                    "persist": True,
+                }
+            ]
+        )
+        # 3. first recalls from shared files, then a random-user stream, then warm recall
+        print("first recall from shared files; random-user stream", flush=True)
+        tasks = [
+            {
+                "port": port,
+                "questions": questions,
+                "seed": 10 + w,
+                "first_users": users[w * per : (w + 1) * per],
+                "random_users": users,
+                "requests": args.requests,
+                "snapshot_dir": str(shared),
+            }
+            for w in range(args.workers)
+        ]
+        served = run_workers(tasks)
+
+        def pooled(results: list[dict[str, Any]], key: str) -> list[float]:
+            return [v for r in results for v in r[key]]
+
+        first_rebuilt, bare = pooled(rebuilt, "first"), pooled(rebuilt, "bare_get")
+        result["first_recall_rebuilt_ms"] = _summary(first_rebuilt)
+        result["bare_get_ms"] = _summary(bare)
+        result["rebuilt_over_bare_get_p50"] = round(
+            percentile(first_rebuilt, 50) / percentile(bare, 50), 2
+        )
+        result["first_recall_from_file_ms"] = _summary(pooled(served, "first"))
+        result["random_user_recall_ms"] = _summary(pooled(served, "random"))
+        result["warm_recall_ms"] = _summary(pooled(served, "warm"))
+        result["worker_rss_mb"] = [round(r["rss_mb"]) for r in served]
+        result["bytes_per_memory"] = round(served[0]["bytes_per_memory"])
+        result["cache_bytes"] = served[0]["cache_bytes"]
+        result["cached_users_per_worker"] = [r["cached_users"] for r in served]
+        print("add_turn", flush=True)
+        result["add_turn"] = live_turns(port, args.turns)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(workdir, ignore_errors=True)
+    report(result)
+    write_result(args.out, result)
+
+
+def report(result: dict[str, Any]) -> None:
+    ingest_ = result["ingest"]
+    live = result["add_turn"]
+    rows = [
+        ("users / memories", f"{ingest_['users']} / {ingest_['memories']}", ""),
+        (
+            "first recall, rebuilt from Chroma (p50/p95 ms)",
+            _pair(result["first_recall_rebuilt_ms"]),
+            f"{result['rebuilt_over_bare_get_p50']}x a bare get "
+            f"({_pair(result['bare_get_ms'])}); target <= 1.5x",
+        ),
+        (
+            "first recall, shared snapshot file (p50/p95 ms)",
+            _pair(result["first_recall_from_file_ms"]),
+            "target p95 <= 30",
+        ),
+        (
+            "random-user recall (p50/p95 ms)",
+            _pair(result["random_user_recall_ms"]),
+            "target p95 <= 40",
+        ),
+        ("warm recall (p50/p95 ms)", _pair(result["warm_recall_ms"]), ""),
+        ("worker RSS (MB)", str(result["worker_rss_mb"]), ""),
+        ("snapshot bytes per memory", str(result["bytes_per_memory"]), ""),
+        (
+            "add_turn local (p50 ms)",
+            str(live["local"]["add_turn_p50_ms"]),
+            f"{live['local']['over_embed']}x embedding; target <= 2.5x",
+        ),
+        (
+            "add_turn server (p50 ms)",
+            str(live["server"]["add_turn_p50_ms"]),
+            f"{live['server']['over_embed_plus_upsert_empty']}x (embed + bare upsert, empty "
+            f"collection), {live['server']['over_embed_plus_upsert_copy']}x (same-size "
+            "collection); target <= 1.5x",
+        ),
+        (
+            "ingest turns/s",
+            str(ingest_["ingest_turns_per_s"]),
+            f"{ingest_['ingest_over_embedder']}x the embedder alone "
+            f"({ingest_['embedder_turns_per_s']}); target >= 0.9x",
+        ),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print()
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:<14} {note}")
+
+
+def _pair(summary: dict[str, float]) -> str:
+    return f"{summary['p50']} / {summary['p95']}"
+
+
+if __name__ == "__main__":
+    main()
