@@ -600,10 +600,11 @@ class ChromaStore:
     ) -> int:
         """Insert or replace ``units`` (with their ``vectors``); all or nothing per call.
 
-        Up to :func:`max_write_batch` memories (5,461 on Chroma 1.x) go in one Chroma call,
-        one transaction: all or nothing even if the process is killed. A larger call is split
-        into such batches; if one fails, or announcing the write fails, the units this call
-        added are deleted again (the namespace is as it was except for replaced units that
+        Up to :func:`max_write_batch` - 1 memories (5,460 on Chroma 1.x) go in one Chroma
+        call, one transaction: all or nothing even if the process is killed. A larger call is split
+        into such batches; the last one carries this writer's version record (the write's
+        announcement, :meth:`version`). If one fails, the units this call added are deleted
+        again (the namespace is as it was except for replaced units that
         had identical ids) and :class:`StoreError` is raised, so a retry stores them once. A
         kill between batches leaves the earlier ones: running the same ingest again completes
         it (ids are deterministic).
