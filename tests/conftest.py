@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import datetime
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from itertools import count
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,12 @@ def store(tmp_path: Path) -> Iterator[ChromaStore]:
 def memory(store: ChromaStore) -> RaMem:
     """A RaMem over the fresh store."""
     return RaMem(store, counter=WordCounter())
+
+
+def ticking_clock(start: datetime = datetime(2023, 9, 1, 10, 0)) -> Callable[[], datetime]:
+    """A clock for adapters that read the time: each call is one minute after the last."""
+    ticks = count()
+    return lambda: start + timedelta(minutes=next(ticks))
 
 
 def two_trips() -> Conversation:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from datetime import datetime, timedelta
-from itertools import count
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -24,13 +22,7 @@ from langchain_ramem import (
 from langchain_ramem.testing import ScriptedChatModel
 from ramem_core import ChromaStore, InvalidInputError, RaMem
 from ramem_core.testing import WordCounter
-from tests.conftest import two_trips
-
-
-def ticking_clock(start: datetime = datetime(2023, 9, 1, 10, 0)) -> Callable[[], datetime]:
-    ticks = count()
-    return lambda: start + timedelta(minutes=next(ticks))
-
+from tests.conftest import ticking_clock, two_trips
 
 # ---------------------------------------------------------------- BaseMemory for chains
 

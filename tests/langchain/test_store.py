@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
-from itertools import count
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -30,16 +28,14 @@ from langchain_ramem.store import RaMemStore, decode_tenant, encode_tenant
 from langchain_ramem.testing import ScriptedChatModel
 from ramem_core import InvalidInputError, RaMem
 from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
+from tests.conftest import ticking_clock
 
-
-def ticking(start: datetime = datetime(2024, 1, 1, 9, 0)) -> Callable[[], datetime]:
-    ticks = count()
-    return lambda: start + timedelta(minutes=next(ticks))
+START = datetime(2024, 1, 1, 9, 0)
 
 
 def ramem_store(**kwargs: Any) -> RaMemStore:
     memory = RaMem(InMemoryStore(HashEmbedder()), counter=WordCounter())
-    return RaMemStore(memory, clock=kwargs.pop("clock", ticking()), **kwargs)
+    return RaMemStore(memory, clock=kwargs.pop("clock", ticking_clock(START)), **kwargs)
 
 
 @pytest.fixture(params=["reference", "ramem", "ramem-chroma"])
@@ -49,7 +45,7 @@ def either(request: pytest.FixtureRequest, memory: RaMem) -> BaseStore:
         return ReferenceStore()
     if request.param == "ramem":
         return ramem_store()
-    return RaMemStore(memory, clock=ticking())
+    return RaMemStore(memory, clock=ticking_clock(START))
 
 
 def keys(items: list[Any]) -> set[tuple[tuple[str, ...], str]]:
