@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
+import socket
+import subprocess
+import sys
 import threading
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -215,3 +221,50 @@ class InMemoryStore:
     def close(self) -> None:
         """Later use raises :class:`StoreError`."""
         self.closed = True
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve_chroma(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
+    """A ``chroma run`` server on a free local port serving the directory ``path``, stopped
+    on exit; yields its port. Its output goes to ``path`` + ``.log``.
+
+    Raises:
+        FileNotFoundError: the ``chroma`` command is not installed.
+        StoreError: the server exited, or did not accept connections within ``timeout``.
+    """
+    binary = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    if not Path(binary).exists():
+        raise FileNotFoundError("the chroma CLI is not installed")
+    port = free_port()
+    log_path = path.with_name(path.name + ".log")
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [binary, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    if proc.poll() is not None:
+                        msg = f"chroma run exited: {log_path.read_text()[-2000:]}"
+                        raise StoreError(msg) from None
+                    if time.monotonic() > deadline:
+                        msg = f"chroma run did not start within {timeout:g} s"
+                        raise StoreError(msg) from None
+                    time.sleep(0.2)
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)

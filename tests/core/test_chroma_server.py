@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import gc
-import shutil
-import socket
-import subprocess
-import sys
-import time
 import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -17,60 +12,19 @@ from unittest import mock
 import pytest
 
 from ramem_core import RaMem, StoreError
-from ramem_core.testing import HashEmbedder, WordCounter
+from ramem_core.testing import HashEmbedder, WordCounter, free_port, serve_chroma
 from tests.conftest import two_trips
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _chroma_binary() -> str:
-    found = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
-    if not Path(found).exists():
-        pytest.skip("the chroma CLI is not installed")
-    return found
 
 
 @pytest.fixture(scope="module")
 def chroma_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
     """A `chroma run` server on a free port: (port, the directory it serves)."""
-    port = _free_port()
-    path = tmp_path_factory.mktemp("chroma-server")
-    log = (path / "server.log").open("w")
-    proc = subprocess.Popen(
-        [
-            _chroma_binary(),
-            "run",
-            "--path",
-            str(path / "db"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    path = tmp_path_factory.mktemp("chroma-server") / "db"
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(f"chroma run exited: {(path / 'server.log').read_text()}")
-                time.sleep(0.2)
-        else:
-            pytest.fail("chroma run did not start within 60 s")
-        yield port, path / "db"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
+        with serve_chroma(path) as port:
+            yield port, path
+    except FileNotFoundError:
+        pytest.skip("the chroma CLI is not installed")
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +102,7 @@ def _two_workers(first: RaMem, second: RaMem) -> None:
 
 def test_unreachable_server_is_a_store_error() -> None:
     with pytest.raises(StoreError, match="cannot reach the Chroma server"):
-        RaMem.open(host="127.0.0.1", port=_free_port(), embedder=HashEmbedder()).count()
+        RaMem.open(host="127.0.0.1", port=free_port(), embedder=HashEmbedder()).count()
 
 
 @pytest.mark.slow
