@@ -29,8 +29,6 @@ import multiprocessing as mp
 import os
 import random
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,44 +41,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_core import percentile, write_result  # noqa: E402
+from bench_live import rss_mb  # noqa: E402
 
 from ramem_core import RaMem  # noqa: E402
 from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
 from ramem_core.loaders import load_conversations  # noqa: E402
 from ramem_core.store.chroma import ChromaStore  # noqa: E402
+from ramem_core.store.codec import to_metadata  # noqa: E402
+from ramem_core.testing import serve_chroma  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 RESULT = ROOT / "benchmarks" / "results" / "bench_fleet.json"
 CACHE = ROOT / "benchmarks" / "results" / ".fleet-vectors.sqlite"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(path: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """``chroma run`` on a free port, serving ``path``; waits until it accepts connections."""
-    port = _free_port()
-    binary = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
-    log = (path.parent / "chroma-server.log").open("w")
-    proc = subprocess.Popen(
-        [binary, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return proc, port
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit("chroma run exited; see chroma-server.log") from None
-            time.sleep(0.2)
-    proc.terminate()
-    raise SystemExit("chroma run did not start within 60 s")
 
 
 def _questions() -> list[list[str]]:
@@ -89,12 +61,6 @@ def _questions() -> list[list[str]]:
 
     samples = json.loads(DATA.read_text(encoding="utf-8"))
     return [[qa["question"] for qa in s.get("qa", [])] for s in samples]
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm", encoding="ascii") as statm:
-        pages = int(statm.read().split()[1])
-    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def _ms(start: float) -> float:
@@ -226,6 +192,8 @@ def live_turns(port: int, turns: int) -> dict[str, Any]:
     and one bare upsert of the same record (an empty collection, a copy of the namespace)."""
     embedder = MiniLMEmbedder()
     out: dict[str, Any] = {}
+    with RaMem.open(host="127.0.0.1", port=port, embedder=embedder) as source:
+        units, vectors = source.store.load("user-0")
     with tempfile.TemporaryDirectory() as local:
         for where in ("server", "local"):
             memory = (
@@ -234,17 +202,12 @@ def live_turns(port: int, turns: int) -> dict[str, Any]:
                 else RaMem.open(local, embedder=embedder)
             )
             ns = "live-bench"
-            source = RaMem.open(host="127.0.0.1", port=port, embedder=embedder)
-            units, vectors = source.store.load("user-0")
-            source.close()
             memory.add_units(units, namespace=ns)
             store = memory.store
             assert isinstance(store, ChromaStore)
             client = store.client
             empty = client.get_or_create_collection("bench-empty", embedding_function=None)
             copy = client.get_or_create_collection("bench-copy", embedding_function=None)
-            from ramem_core.store.codec import to_metadata
-
             copy.upsert(
                 ids=[u.id for u in units],
                 documents=[u.content for u in units],
@@ -300,6 +263,86 @@ def live_turns(port: int, turns: int) -> dict[str, Any]:
     return out
 
 
+def measure(
+    port: int,
+    args: argparse.Namespace,
+    conversations: list[Any],
+    questions: list[list[str]],
+    workdir: Path,
+) -> dict[str, Any]:
+    """Every measurement of the table, against the server on ``port``."""
+    result: dict[str, Any] = {"users": args.users, "workers": args.workers, "cpus": os.cpu_count()}
+    print(f"ingest: {args.users} users through chroma run on port {port}", flush=True)
+    result["ingest"] = ingest(port, args.users, conversations)
+    print(f"  {result['ingest']}", flush=True)
+    shared = workdir / "snapshots"
+    per = args.first
+    users = list(range(args.users))
+    random.Random(0).shuffle(users)
+    # 1. first recalls rebuilt from Chroma, beside a bare get of the same records
+    print("first recall, no snapshot files", flush=True)
+    tasks = [
+        {
+            "port": port,
+            "questions": questions,
+            "seed": w,
+            "first_users": users[w * per : (w + 1) * per],
+            "bare": True,
+        }
+        for w in range(args.workers)
+    ]
+    rebuilt = run_workers(tasks)
+    # 2. one process writes every user's snapshot file (what a fleet's workers leave)
+    print("writing shared snapshot files", flush=True)
+    run_workers(
+        [
+            {
+                "port": port,
+                "questions": questions,
+                "seed": 99,
+                "first_users": list(range(args.users)),
+                "snapshot_dir": str(shared),
+                "persist": True,
+            }
+        ]
+    )
+    # 3. first recalls from shared files, then a random-user stream, then warm recall
+    print("first recall from shared files; random-user stream", flush=True)
+    tasks = [
+        {
+            "port": port,
+            "questions": questions,
+            "seed": 10 + w,
+            "first_users": users[w * per : (w + 1) * per],
+            "random_users": users,
+            "requests": args.requests,
+            "snapshot_dir": str(shared),
+        }
+        for w in range(args.workers)
+    ]
+    served = run_workers(tasks)
+
+    def pooled(results: list[dict[str, Any]], key: str) -> list[float]:
+        return [v for r in results for v in r[key]]
+
+    first_rebuilt, bare = pooled(rebuilt, "first"), pooled(rebuilt, "bare_get")
+    result["first_recall_rebuilt_ms"] = _summary(first_rebuilt)
+    result["bare_get_ms"] = _summary(bare)
+    result["rebuilt_over_bare_get_p50"] = round(
+        percentile(first_rebuilt, 50) / percentile(bare, 50), 2
+    )
+    result["first_recall_from_file_ms"] = _summary(pooled(served, "first"))
+    result["random_user_recall_ms"] = _summary(pooled(served, "random"))
+    result["warm_recall_ms"] = _summary(pooled(served, "warm"))
+    result["worker_rss_mb"] = [round(r["rss_mb"]) for r in served]
+    result["bytes_per_memory"] = round(served[0]["bytes_per_memory"])
+    result["cache_bytes"] = served[0]["cache_bytes"]
+    result["cached_users_per_worker"] = [r["cached_users"] for r in served]
+    print("add_turn", flush=True)
+    result["add_turn"] = live_turns(port, args.turns)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=int, default=300)
@@ -315,80 +358,10 @@ def main() -> None:
     conversations = load_conversations(DATA)
     questions = _questions()
     workdir = Path(tempfile.mkdtemp(prefix="ramem-fleet-"))
-    server, port = start_server(workdir / "db")
-    result: dict[str, Any] = {"users": args.users, "workers": args.workers, "cpus": os.cpu_count()}
     try:
-        print(f"ingest: {args.users} users through chroma run on port {port}", flush=True)
-        result["ingest"] = ingest(port, args.users, conversations)
-        print(f"  {result['ingest']}", flush=True)
-        shared = workdir / "snapshots"
-        per = args.first
-        users = list(range(args.users))
-        random.Random(0).shuffle(users)
-        # 1. first recalls rebuilt from Chroma, beside a bare get of the same records
-        print("first recall, no snapshot files", flush=True)
-        tasks = [
-            {
-                "port": port,
-                "questions": questions,
-                "seed": w,
-                "first_users": users[w * per : (w + 1) * per],
-                "bare": True,
-            }
-            for w in range(args.workers)
-        ]
-        rebuilt = run_workers(tasks)
-        # 2. one process writes every user's snapshot file (what a fleet's workers leave)
-        print("writing shared snapshot files", flush=True)
-        run_workers(
-            [
-                {
-                    "port": port,
-                    "questions": questions,
-                    "seed": 99,
-                    "first_users": list(range(args.users)),
-                    "snapshot_dir": str(shared),
-                    "persist": True,
-                }
-            ]
-        )
-        # 3. first recalls from shared files, then a random-user stream, then warm recall
-        print("first recall from shared files; random-user stream", flush=True)
-        tasks = [
-            {
-                "port": port,
-                "questions": questions,
-                "seed": 10 + w,
-                "first_users": users[w * per : (w + 1) * per],
-                "random_users": users,
-                "requests": args.requests,
-                "snapshot_dir": str(shared),
-            }
-            for w in range(args.workers)
-        ]
-        served = run_workers(tasks)
-
-        def pooled(results: list[dict[str, Any]], key: str) -> list[float]:
-            return [v for r in results for v in r[key]]
-
-        first_rebuilt, bare = pooled(rebuilt, "first"), pooled(rebuilt, "bare_get")
-        result["first_recall_rebuilt_ms"] = _summary(first_rebuilt)
-        result["bare_get_ms"] = _summary(bare)
-        result["rebuilt_over_bare_get_p50"] = round(
-            percentile(first_rebuilt, 50) / percentile(bare, 50), 2
-        )
-        result["first_recall_from_file_ms"] = _summary(pooled(served, "first"))
-        result["random_user_recall_ms"] = _summary(pooled(served, "random"))
-        result["warm_recall_ms"] = _summary(pooled(served, "warm"))
-        result["worker_rss_mb"] = [round(r["rss_mb"]) for r in served]
-        result["bytes_per_memory"] = round(served[0]["bytes_per_memory"])
-        result["cache_bytes"] = served[0]["cache_bytes"]
-        result["cached_users_per_worker"] = [r["cached_users"] for r in served]
-        print("add_turn", flush=True)
-        result["add_turn"] = live_turns(port, args.turns)
+        with serve_chroma(workdir / "db") as port:
+            result = measure(port, args, conversations, questions, workdir)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
         shutil.rmtree(workdir, ignore_errors=True)
     report(result)
     write_result(args.out, result)
