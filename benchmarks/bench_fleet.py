@@ -19,9 +19,6 @@ once), then measures, side by side on this machine:
 - ingest turns/s through the server with the real embedder against the embedder alone on the
   same texts.
 
-Between ingest and the measurements it waits for the server to digest the ingest (a probe get
-back within 1.5x of the idle server's), so the figures are not those of a compacting server.
-
 Prints a table and writes ``results/bench_fleet.json``; stops its server.
 """
 
@@ -266,54 +263,6 @@ def live_turns(port: int, turns: int) -> dict[str, Any]:
     return out
 
 
-def _probe_ms(port: int) -> float:
-    """A bare get of the probe collection's 600 records with their vectors, in ms."""
-    import chromadb
-
-    collection = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection("settle-probe")
-    start = time.perf_counter()
-    collection.get(include=["embeddings", "metadatas", "documents"])
-    return _ms(start)
-
-
-def make_probe(port: int) -> float:
-    """Create the probe collection on the idle server; returns its bare-get p50 there."""
-    import chromadb
-    import numpy as np
-
-    client = chromadb.HttpClient(host="127.0.0.1", port=port)
-    collection = client.create_collection("settle-probe", embedding_function=None)
-    rows = np.random.default_rng(0).standard_normal((600, 384)).astype(np.float32)
-    collection.upsert(
-        ids=[f"p{i}" for i in range(600)],
-        embeddings=rows,
-        documents=["probe record text " * 8] * 600,
-        metadatas=[{"i": i} for i in range(600)],
-    )
-    return percentile([_probe_ms(port) for _ in range(9)], 50)
-
-
-def settle(port: int, idle_ms: float, limit_s: float = 1800.0) -> dict[str, float]:
-    """Wait until the server has digested the ingest: three probe gets in a row within 1.5x of
-    the idle server's (a server still compacting makes every call slow, see the note in
-    ``results/bench_fleet.json``); gives up after ``limit_s``."""
-    start = time.monotonic()
-    streak, last = 0, 0.0
-    while streak < 3 and time.monotonic() - start < limit_s:
-        last = _probe_ms(port)
-        streak = streak + 1 if last <= 1.5 * idle_ms else 0
-        if streak == 0:
-            time.sleep(5)
-    waited = time.monotonic() - start
-    print(f"  server settled after {waited:.0f} s (probe get {last:.1f} ms, idle {idle_ms:.1f})")
-    return {
-        "idle_probe_get_ms": round(idle_ms, 1),
-        "probe_get_ms": round(last, 1),
-        "waited_s": round(waited, 1),
-        "settled": streak >= 3,
-    }
-
-
 def measure(
     port: int,
     args: argparse.Namespace,
@@ -323,11 +272,9 @@ def measure(
 ) -> dict[str, Any]:
     """Every measurement of the table, against the server on ``port``."""
     result: dict[str, Any] = {"users": args.users, "workers": args.workers, "cpus": os.cpu_count()}
-    idle_ms = make_probe(port)
     print(f"ingest: {args.users} users through chroma run on port {port}", flush=True)
     result["ingest"] = ingest(port, args.users, conversations)
     print(f"  {result['ingest']}", flush=True)
-    result["settle"] = settle(port, idle_ms)
     shared = workdir / "snapshots"
     per = args.first
     users = list(range(args.users))
@@ -425,13 +372,6 @@ def report(result: dict[str, Any]) -> None:
     live = result["add_turn"]
     rows = [
         ("users / memories", f"{ingest_['users']} / {ingest_['memories']}", ""),
-        (
-            "server settled after ingest (s)",
-            str(result["settle"]["waited_s"]),
-            f"probe get {result['settle']['probe_get_ms']} ms, idle "
-            f"{result['settle']['idle_probe_get_ms']} ms"
-            + ("" if result["settle"]["settled"] else " (NOT settled: figures are the busy floor)"),
-        ),
         (
             "first recall, rebuilt from Chroma (p50/p95 ms)",
             _pair(result["first_recall_rebuilt_ms"]),

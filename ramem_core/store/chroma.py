@@ -32,6 +32,10 @@ _NAMESPACE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,120}[A-Za-z0-9])?$")
 SNAPSHOT_DIRECTORY = "ramem-snapshots"
 """Sub-directory of a memory directory holding its snapshot files (:mod:`.files`)."""
 VERSION_ID = "~ramem-version~"
+_VERSION_RECORD: dict[str, Any] = {"ramem_record": "version"}
+"""The filter that finds version records: a string equality. Chroma answers it from its string
+index in constant time; a boolean filter took time in proportion to the whole server's records
+(210 ms a call with 300 namespaces, ``benchmarks/results/bench_fleet.json``)."""
 """Id prefix of a namespace's write-version records, one per writer, kept in the namespace's
 own collection so that a write and its announcement are one Chroma call (one transaction)."""
 _BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every backend
@@ -526,7 +530,7 @@ class ChromaStore:
             collection = self._existing(namespace)
             if collection is None:
                 return frozenset()
-            result = collection.get(where={"ramem_version": True}, include=["metadatas"])
+            result = collection.get(where=_VERSION_RECORD, include=["metadatas"])
         except StoreError:
             raise
         except Exception as exc:
@@ -542,7 +546,7 @@ class ChromaStore:
         """This writer's next version record of ``namespace``: id, metadata, sequence number
         (taken by :meth:`_announced` once written). Call with the write lock held."""
         sequence = self._sequences.get(namespace, 0) + 1
-        metadata = {"ramem_version": True, "writer": self.writer, "sequence": sequence}
+        metadata = {**_VERSION_RECORD, "writer": self.writer, "sequence": sequence}
         return f"{VERSION_ID}{self.writer}", metadata, sequence
 
     def _unit_vector(self) -> npt.NDArray[np.float32]:
@@ -696,7 +700,7 @@ class ChromaStore:
         collection = self._existing(namespace)
         if collection is None:
             return 0
-        records = collection.get(where={"ramem_version": True}, include=[])["ids"]
+        records = collection.get(where=_VERSION_RECORD, include=[])["ids"]
         return int(collection.count()) - len(records)
 
     def existing_ids(
