@@ -196,6 +196,30 @@ def test_a_write_and_its_version_record_are_one_chroma_call(memory: RaMem) -> No
     assert len(store.load("default")[1]) == 2
 
 
+def test_version_records_are_found_without_a_boolean_filter(memory: RaMem) -> None:
+    """Chroma answers a boolean ``where`` in time proportional to every record on the server
+    (210 ms a call with 300 namespaces in ``bench_fleet``), a string equality in constant
+    time: version reads and counts must use the latter."""
+    store = memory.store
+    assert isinstance(store, ChromaStore)
+    memory.add_turn("Ana", "I bought a red bicycle.", at=T0)
+    collection = store.collection("default")
+    filters: list[Any] = []
+
+    def get(**kwargs: Any) -> Any:
+        filters.append(kwargs.get("where"))
+        return collection.get(**kwargs)
+
+    store._collections["default"] = _Patched(collection, get=get)  # type: ignore[assignment]
+    assert store.version("default") == frozenset({(store.writer, 1)})
+    assert memory.count() == 1
+    assert len(filters) == 2
+    for where in filters:
+        assert where and all(isinstance(v, str) for v in where.values()), where
+    record = collection.get(ids=[f"{VERSION_ID}{store.writer}"], include=["metadatas"])
+    assert not any(isinstance(v, bool) for v in record["metadatas"][0].values())
+
+
 def test_a_failed_delete_announcement_is_made_by_the_next_write(memory: RaMem) -> None:
     store = memory.store
     assert isinstance(store, ChromaStore)
