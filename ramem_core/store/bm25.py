@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -111,8 +111,9 @@ class LexicalIndex:
         self._length_array: npt.NDArray[np.float32] | None = None
         self._dead: list[int] = []
         self._tip = True  # no newer index appended to the shared posting lists yet
-        # posting arrays of an index loaded from a file (read-only; lists made on first append)
-        self._base: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+        # posting arrays of an index built in bulk or loaded from a file (read-only; lists
+        # made on first append)
+        self._base = _Columns({}, [0], np.zeros(0, np.int64), np.zeros(0, np.float32))
 
     def evolve(
         self, removed: Iterable[int], added: Sequence[dict[str, float]]
@@ -217,10 +218,7 @@ class LexicalIndex:
         df = np.bincount(ids, minlength=len(vocabulary))
         bounds = np.concatenate([[0], np.cumsum(df)]).tolist()
         docs, weights = of_doc[order], np.asarray(tfs, dtype=np.float32)[order]
-        self._base = {
-            term: (docs[bounds[i] : bounds[i + 1]], weights[bounds[i] : bounds[i + 1]])
-            for term, i in vocabulary.items()
-        }
+        self._base = _Columns(vocabulary, bounds, docs, weights)
         self._df = defaultdict(int, zip(vocabulary, df.tolist(), strict=True))
         self._docs = list(documents)
         lengths = np.bincount(of_doc, weights=np.asarray(tfs), minlength=len(documents))
@@ -325,17 +323,65 @@ class LexicalIndex:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["k1"], state["b"])  # type: ignore[misc]
         terms, offsets = state["terms"], state["posting_offsets"]
-        docs, tfs = state["posting_docs"], state["posting_tfs"]
-        self._base = {
-            term: (docs[offsets[i] : offsets[i + 1]], tfs[offsets[i] : offsets[i + 1]])
-            for i, term in enumerate(terms)
-        }
+        at = dict(zip(terms, range(len(terms)), strict=True))
+        self._base = _Columns(at, offsets.tolist(), state["posting_docs"], state["posting_tfs"])
         self._docs = state["docs"]
         self._lengths = state["lengths"].tolist()
         self._df = defaultdict(int, state["df"])
         self._live = state["live"]
         self._total_length = state["total_length"]
         self._dead = list(state["dead"])
+
+
+class _Columns:
+    """Every term's posting arrays as slices of two columns (an index built in bulk or loaded
+    from a file); a term's slices are made when it is first asked for, so loading an index
+    makes no per-term objects."""
+
+    __slots__ = ("_at", "_bounds", "_docs", "_tfs")
+
+    def __init__(
+        self,
+        at: dict[str, int],
+        bounds: list[int],
+        docs: npt.NDArray[np.int64],
+        tfs: npt.NDArray[np.float32],
+    ) -> None:
+        self._at, self._bounds, self._docs, self._tfs = at, bounds, docs, tfs
+
+    def get(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
+        i = self._at.get(term)
+        if i is None:
+            return None
+        first, last = self._bounds[i], self._bounds[i + 1]
+        return self._docs[first:last], self._tfs[first:last]
+
+    def __getitem__(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        found = self.get(term)
+        if found is None:
+            raise KeyError(term)
+        return found
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._at
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def consistent(self, documents: int) -> bool:
+        """True when the bounds cut both columns into one slice per term and every posted
+        document id is below ``documents`` (a loaded file is checked with this)."""
+        bounds = np.asarray(self._bounds)
+        return bool(
+            len(bounds) == len(self._at) + 1
+            and bounds[0] == 0
+            and bounds[-1] == len(self._docs) == len(self._tfs)
+            and (np.diff(bounds) >= 0).all()
+            and (not len(self._docs) or (self._docs.min() >= 0 and self._docs.max() < documents))
+        )
 
 
 class FrozenDocs:

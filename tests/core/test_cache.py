@@ -215,9 +215,12 @@ def test_version_records_are_found_without_a_boolean_filter(memory: RaMem) -> No
     assert memory.count() == 1
     assert len(filters) == 2
     for where in filters:
-        assert where and all(isinstance(v, str) for v in where.values()), where
+        assert where
+        assert all(isinstance(v, str) for v in where.values()), where
     record = collection.get(ids=[f"{VERSION_ID}{store.writer}"], include=["metadatas"])
-    assert not any(isinstance(v, bool) for v in record["metadatas"][0].values())
+    metadatas = record["metadatas"]
+    assert metadatas
+    assert not any(isinstance(v, bool) for v in metadatas[0].values())
 
 
 def test_a_failed_delete_announcement_is_made_by_the_next_write(memory: RaMem) -> None:

@@ -348,6 +348,28 @@ def test_a_hostile_file_is_refused_and_rebuilt(
     assert "refusing the snapshot file" in caplog.text
 
 
+@pytest.mark.parametrize("damage", ["documents", "bounds", "columns"])
+def test_postings_that_do_not_fit_their_index_are_refused(damage: str) -> None:
+    """The lexical postings of a loaded file are checked: ids inside the documents, bounds
+    that cut both columns into one slice per term."""
+    from ramem_core.store.files import check
+
+    memory = RaMem.ephemeral(embedder=HashEmbedder())
+    memory.add_conversation(two_trips())
+    snap = memory.snapshots.get("default")
+    check(snap, memory.embedder.dimension)  # a built snapshot passes
+    columns = snap.index.lexical._base
+    if damage == "documents":
+        columns._docs = columns._docs + 10_000
+    elif damage == "bounds":
+        columns._bounds = [*columns._bounds[:-1], columns._bounds[-1] + 1]
+    else:
+        columns._tfs = columns._tfs[:-1]
+    with pytest.raises(ValueError, match=r"index\.lexical postings"):
+        check(snap, memory.embedder.dimension)
+    memory.close()
+
+
 def test_a_packed_table_describes_only_plain_arrays_inside_the_data() -> None:
     from ramem_core.store.files import pack, unpack
 
