@@ -7,7 +7,8 @@ Starts ``chroma run`` on a free local port, stores U users (user ``u`` holds LoC
 conversation ``u mod 5`` in namespace ``user-u``; a cached MiniLM embedder computes each text
 once), then measures, side by side on this machine:
 
-- first recall of a user a worker has never served: rebuilt from Chroma (no snapshot file)
+- first recall of a user a worker has never served (after the worker's own first request,
+  for another user, has paid for its imports): rebuilt from Chroma (no snapshot file)
   against a bare Chroma get of the same namespace's records, and loaded from a shared
   snapshot file;
 - a random-user request stream on W worker processes (``cache_bytes`` at its default, shared
@@ -90,6 +91,8 @@ def worker(task: dict[str, Any], out: Any) -> None:
     result: dict[str, Any] = {"first": [], "bare_get": [], "random": [], "warm": []}
     store = memory.store
     assert isinstance(store, ChromaStore)
+    if task.get("warmup") is not None:  # the process's own first request (imports, patterns)
+        memory.recall(questions[0][0], namespace=f"user-{task['warmup']}")
     for user in task.get("first_users", []):
         ns = f"user-{user}"
         question = rng.choice(questions[user % len(questions)])
@@ -263,6 +266,12 @@ def live_turns(port: int, turns: int) -> dict[str, Any]:
     return out
 
 
+def _outside(users: list[int], measured: list[int], w: int) -> int | None:
+    """A user for worker ``w``'s warm-up request: not among the ones it measures."""
+    others = [u for u in reversed(users) if u not in measured]
+    return others[w % len(others)] if others else None
+
+
 def measure(
     port: int,
     args: argparse.Namespace,
@@ -287,6 +296,7 @@ def measure(
             "questions": questions,
             "seed": w,
             "first_users": users[w * per : (w + 1) * per],
+            "warmup": _outside(users, users[w * per : (w + 1) * per], w),
             "bare": True,
         }
         for w in range(args.workers)
@@ -314,6 +324,7 @@ def measure(
             "questions": questions,
             "seed": 10 + w,
             "first_users": users[w * per : (w + 1) * per],
+            "warmup": _outside(users, users[w * per : (w + 1) * per], w),
             "random_users": users,
             "requests": args.requests,
             "snapshot_dir": str(shared),
