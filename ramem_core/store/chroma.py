@@ -33,9 +33,9 @@ SNAPSHOT_DIRECTORY = "ramem-snapshots"
 """Sub-directory of a memory directory holding its snapshot files (:mod:`.files`)."""
 VERSION_ID = "~ramem-version~"
 _VERSION_RECORD: dict[str, Any] = {"ramem_record": "version"}
-"""The filter that finds version records: a string equality. Chroma answers it from its string
-index in constant time; a boolean filter took time in proportion to the whole server's records
-(210 ms a call with 300 namespaces, ``benchmarks/results/bench_fleet.json``)."""
+"""The filter that finds version records: a string equality, which Chroma answers in constant
+time. A boolean filter took time in proportion to the whole server's records: about 210 ms a
+call on a server holding 300 namespaces (``benchmarks/bench_fleet.py``)."""
 """Id prefix of a namespace's write-version records, one per writer, kept in the namespace's
 own collection so that a write and its announcement are one Chroma call (one transaction)."""
 _BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every backend

@@ -198,8 +198,8 @@ def test_a_write_and_its_version_record_are_one_chroma_call(memory: RaMem) -> No
 
 def test_version_records_are_found_without_a_boolean_filter(memory: RaMem) -> None:
     """Chroma answers a boolean ``where`` in time proportional to every record on the server
-    (210 ms a call with 300 namespaces in ``bench_fleet``), a string equality in constant
-    time: version reads and counts must use the latter."""
+    (about 210 ms a call with 300 namespaces), a string equality in constant time: version
+    reads and counts must use the latter."""
     store = memory.store
     assert isinstance(store, ChromaStore)
     memory.add_turn("Ana", "I bought a red bicycle.", at=T0)
