@@ -32,12 +32,12 @@ _NAMESPACE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,120}[A-Za-z0-9])?$")
 SNAPSHOT_DIRECTORY = "ramem-snapshots"
 """Sub-directory of a memory directory holding its snapshot files (:mod:`.files`)."""
 VERSION_ID = "~ramem-version~"
+"""Id prefix of a namespace's write-version records, one per writer, kept in the namespace's
+own collection so that a write and its announcement are one Chroma call (one transaction)."""
 _VERSION_RECORD: dict[str, Any] = {"ramem_record": "version"}
 """The filter that finds version records: a string equality, which Chroma answers in constant
 time. A boolean filter took time in proportion to the whole server's records: about 210 ms a
 call on a server holding 300 namespaces (``benchmarks/bench_fleet.py``)."""
-"""Id prefix of a namespace's write-version records, one per writer, kept in the namespace's
-own collection so that a write and its announcement are one Chroma call (one transaction)."""
 _BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every backend
 _OPEN_COLLECTIONS = 32  # collection handles kept open (each holds file descriptors locally)
 Where = Mapping[str, Any]
@@ -544,7 +544,8 @@ class ChromaStore:
 
     def _version_record(self, namespace: str) -> tuple[str, dict[str, Any], int]:
         """This writer's next version record of ``namespace``: id, metadata, sequence number
-        (taken by :meth:`_announced` once written). Call with the write lock held."""
+        (the caller records the number once the record is written). Call with the write lock
+        held."""
         sequence = self._sequences.get(namespace, 0) + 1
         metadata = {**_VERSION_RECORD, "writer": self.writer, "sequence": sequence}
         return f"{VERSION_ID}{self.writer}", metadata, sequence
