@@ -45,8 +45,6 @@ class Tokenizer:
         import Stemmer
 
         self._stem = Stemmer.Stemmer("english").stemWord
-        if len(_STEMS) > _STEMS_LIMIT:
-            _STEMS.clear()
         self._cache = _STEMS
         self._stop = _stopwords()
 
@@ -60,6 +58,8 @@ class Tokenizer:
                 continue
             stem = cache.get(word)
             if stem is None:
+                if len(cache) >= _STEMS_LIMIT:  # bounded where it grows: queries add words too
+                    cache.clear()
                 stem = cache[word] = self._stem(word)
             out.append(stem)
         return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from ramem_core.store.bm25 import LexicalIndex, Tokenizer, term_counts
 
@@ -111,3 +112,17 @@ def test_bulk_extend_scores_like_one_add_at_a_time() -> None:
     bulk.remove(0)
     assert bulk.live == 3
     assert bulk.scores(["pottery"])[0] == 0.0
+
+
+def test_the_shared_stem_cache_stays_bounded_while_one_tokenizer_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Queries stem new words on a long-lived tokenizer: the bound holds there too."""
+    from ramem_core.store import bm25
+
+    monkeypatch.setattr(bm25, "_STEMS", {})
+    monkeypatch.setattr(bm25, "_STEMS_LIMIT", 10)
+    tokenize = Tokenizer()
+    for n in range(50):
+        assert tokenize(f"painting{n} gardens") == [f"painting{n}", "garden"]
+        assert len(bm25._STEMS) <= 10
