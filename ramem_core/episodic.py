@@ -482,6 +482,13 @@ class EpisodicIndex:
         lexical[rows] = self.own.scores(self.tokenize(query))[self.own_doc[rows]]
         return dense, lexical
 
+    def said_scores(self, query: str) -> Scores:
+        """BM25 of every row's *own* words for ``query`` (of its lexical key, which holds
+        them, when the own keys are off)."""
+        if self.own is None:
+            return self.lexical_scores(query)
+        return self.own.scores(self.tokenize(query))[self.own_doc]
+
     def session_scores(self, query: str) -> Scores:
         """Every session's BM25 score for ``query`` (:attr:`session_of` maps rows to
         sessions)."""

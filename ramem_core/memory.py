@@ -749,6 +749,7 @@ class RaMem:
             speakers=tuple(snap.index.speakers),
             locate=lambda phrase: self.retriever.locate(snap, phrase, probe),
             covers=snap.covers,
+            stated=lambda ordinal, people: self.retriever.stated(snap, ordinal, people),
         )
         return self.inducer.induce(query, context)
 

@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.ordinals import Ordinal
 from ramem_core.types import Conversation, MemoryUnit, RecallFrame, TimeSpan, Version
 
 
@@ -56,6 +57,9 @@ class FrameContext:
         covers: True when some memory was said or happened within a span (so "in August"
             means the August memory actually covers).
         speakers: names of the people who speak in the memory.
+        stated: the memories that state an ordinal of the kind an asked one counts ("my
+            second tournament" for "the third tourney"), with the ordinal each states; the
+            second argument, when not empty, names the people whose statements count.
     """
 
     now: datetime | None
@@ -64,6 +68,9 @@ class FrameContext:
     speakers: tuple[str, ...] = ()
     locate: Callable[[str], MemoryUnit | None] = field(default=lambda _phrase: None)
     covers: Callable[[TimeSpan], bool] = field(default=lambda _span: True)
+    stated: Callable[[Ordinal, tuple[str, ...]], Sequence[tuple[Ordinal, MemoryUnit]]] = field(
+        default=lambda _ordinal, _people: ()
+    )
 
 
 @runtime_checkable

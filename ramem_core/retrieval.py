@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys, session_key
 from ramem_core.errors import InvalidInputError
+from ramem_core.ordinals import ORDINAL_WORDS, Ordinal, ordinals, same_kind
 from ramem_core.protocols import Embedder
 from ramem_core.store.bm25 import Scores
 from ramem_core.store.snapshot import Mask, Snapshot
@@ -87,6 +88,9 @@ class RetrievalConfig:
             statement. ``None`` turns it off. Not tuned (bulk-ingested conversations hold
             statements only); 0.5 keeps a restatement or a question with its source, and
             leaves a reply about something else where it ranked.
+        ordinals: let memories that state ordinals ("my second tournament") ground a
+            question about the Nth event of their kind ("his third tourney",
+            :mod:`ramem_core.ordinals`); off, such a question has no time constraint.
         derived_yield: unless the frame asks about the dialogue with the agent
             (:attr:`RecallFrame.asks_dialogue`), such a reply moves after every statement of
             the list instead of just after its source, and so does every question: a
@@ -113,6 +117,7 @@ class RetrievalConfig:
     derived_yield_all: bool = False
     anchor_side_slots: int = 3
     exclude_anchor: bool = False
+    ordinals: bool = True
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
@@ -185,15 +190,17 @@ class Conditions:
         strict_relations: bool = False,
     ) -> Conditions:
         """The conditions of ``frame``'s grounded constraints, windows widened by ``padding``
-        (with ``strict_relations``, never on a before/after relation's anchor side)."""
+        where they are :attr:`~ramem_core.types.TimeConstraint.padded` (with
+        ``strict_relations``, never on a before/after relation's anchor side)."""
         windows, exact = [], []
         for t in frame.grounded_times:
             if t.window is None:
                 continue
+            pad = padding if t.padded else timedelta(0)
             after = strict_relations and t.relation is Relation.AFTER
             before = strict_relations and t.relation is Relation.BEFORE
-            start = t.window.start - (timedelta(0) if after else padding)
-            end = t.window.end + (timedelta(0) if before else padding)
+            start = t.window.start - (timedelta(0) if after else pad)
+            end = t.window.end + (timedelta(0) if before else pad)
             windows.append((t.text, TimeSpan(start, end, t.window.granularity)))
             exact.append((t.text, t.window))
         return cls(
@@ -459,6 +466,25 @@ class Retriever:
         if score <= 0 or place >= 3:
             return None
         return snap.unit(best)
+
+    def stated(
+        self, snap: Snapshot, asked: Ordinal, speakers: Sequence[str] = ()
+    ) -> list[tuple[Ordinal, MemoryUnit]]:
+        """The statements of ``snap`` (said by ``speakers``, when given) that state an ordinal
+        of ``asked``'s kind, with the ordinal each states; none when :attr:`RetrievalConfig.
+        ordinals` is off. Only the memories whose words hold an ordinal are read."""
+        if not self.config.ordinals or not len(snap):
+            return []
+        people = {name.lower() for name in speakers}
+        found = []
+        for row in np.flatnonzero(snap.index.said_scores(ORDINAL_WORDS) > 0):
+            unit = snap.unit(int(row))
+            if unit.context.kind is not Kind.STATEMENT:
+                continue  # a question or a reply states nothing about the user's events
+            if people and unit.context.speaker.lower() not in people:
+                continue
+            found += [(o, unit) for o in ordinals(unit.content) if same_kind(asked, o)]
+        return found
 
     # ------------------------------------------------------------------ the final list
 

@@ -226,6 +226,8 @@ class TimeConstraint:
         anchor: the anchor phrase ("the trip") for relations.
         reason: why it is (not) grounded, for people reading the frame.
         anchor_id: the id of the memory that located the anchor event, if one did.
+        padded: retrieval widens the window (a reading of words such as "last week" is
+            approximate); ``False`` for a window read off memories' own times (an ordinal's).
     """
 
     text: str
@@ -235,6 +237,7 @@ class TimeConstraint:
     anchor: str | None = None
     reason: str = ""
     anchor_id: str | None = None
+    padded: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-when": RetrievalConfig(time_weight=0.0),
     "no-slots": RetrievalConfig(window_slots=0),
     "no-anchor-side": RetrievalConfig(anchor_side_slots=0),
+    "no-ordinals": RetrievalConfig(ordinals=False),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

@@ -48,6 +48,11 @@ class Tokenizer:
         self._cache = _STEMS
         self._stop = _stopwords()
 
+    @property
+    def stop_words(self) -> frozenset[str]:
+        """The words left out (bm25s's English stop words)."""
+        return self._stop
+
     def __call__(self, text: str) -> list[str]:
         """The stemmed terms of ``text`` in order."""
         out = []
