@@ -14,7 +14,7 @@ asks *when* gives memories that say when (an event or mentioned time) a small bo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -39,6 +39,69 @@ from ramem_core.types import (
     TimeSpan,
     to_epoch,
 )
+
+FUSION_FEATURES = (
+    "dense",
+    "lexical",
+    "session",
+    "speaker",
+    "own_dense",
+    "own_lexical",
+    "cosine",
+    "dense_raw",
+    "lexical_raw",
+    "length",
+    "own_dense_long",
+    "own_lexical_long",
+    "dense_long",
+    "lexical_long",
+    "timed",
+    "place",
+)
+"""What a learned fusion reads of each candidate (:func:`fusion_features`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """A learned re-ranking of the content ranking's best ``candidates``: each one's score is
+    ``weights · fusion_features``; the others keep their order after them.
+
+    Attributes:
+        weights: one per :data:`FUSION_FEATURES`.
+        candidates: how many of the content ranking's best memories are re-ranked.
+    """
+
+    weights: tuple[float, ...]
+    candidates: int = 50
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != len(FUSION_FEATURES) or self.candidates < 1:
+            msg = f"a fusion needs {len(FUSION_FEATURES)} weights and candidates >= 1: {self}"
+            raise InvalidInputError(msg)
+
+
+LEARNED_FUSION = Fusion(
+    (
+        0.7241,
+        0.1034,
+        -0.6568,
+        2.364,
+        -0.9225,
+        -1.4241,
+        3.6338,
+        3.7008,
+        4.7833,
+        2.068,
+        0.4893,
+        1.4739,
+        1.1727,
+        1.7747,
+        1.1135,
+        0.7622,
+    )
+)
+"""Fitted on the choose parts only (LoCoMo conv-26/30/41, LongMemEval_S dev30 + dev120 even
+positions) by ``benchmarks/fit_fusion.py``: ``benchmarks/results/fit_fusion.json``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +151,9 @@ class RetrievalConfig:
             statement. ``None`` turns it off. Not tuned (bulk-ingested conversations hold
             statements only); 0.5 keeps a restatement or a question with its source, and
             leaves a reply about something else where it ranked.
+        fusion: re-rank the content ranking's best memories by a learned fusion of its
+            signals (:class:`Fusion`, :data:`LEARNED_FUSION`) before the validity stage;
+            ``None``: the fixed fusion alone.
         ordinals: let memories that state ordinals ("my second tournament") ground a
             question about the Nth event of their kind ("his third tourney",
             :mod:`ramem_core.ordinals`); off, such a question has no time constraint.
@@ -118,6 +184,7 @@ class RetrievalConfig:
     anchor_side_slots: int = 3
     exclude_anchor: bool = False
     ordinals: bool = True
+    fusion: Fusion | None = LEARNED_FUSION
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
@@ -281,18 +348,21 @@ phrase's best lexical matches), not in a second pass over every memory (see
 smaller values changed is in ``benchmarks/results/TUNING.md``."""
 
 
-CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False)
+CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False, fusion=None)
 """Content-only retrieval (dense + BM25 on each memory's own content, no episodic context):
 the baseline RaMem improves on."""
 
 
 @dataclass(frozen=True, slots=True)
 class Ranking:
-    """Every memory's fused content score, and the parts it was fused from."""
+    """Every memory's fused content score, the raw dense and lexical scores, and the parts it
+    was fused from (``parts``: each signal's reciprocal rank ``1 / (rrf_k + 1 + rank)``, or
+    its indicator, before its weight)."""
 
     fused: Scores
     dense: Scores | None
     lexical: Scores | None
+    parts: Mapping[str, Scores] = field(default_factory=dict)
 
     def top(self, n: int, among: Mask | None = None) -> list[int]:
         """Rows of the ``n`` best memories with a finite score (of those ``among`` selects),
@@ -389,16 +459,22 @@ class Retriever:
                 out[group] = within[group]
             return out
 
+        def reciprocal(rank: npt.NDArray[np.int64]) -> Scores:
+            return np.asarray(1.0 / (cfg.rrf_k + 1 + rank), dtype=np.float32)
+
         fused = np.zeros(len(snap), dtype=np.float32)
+        parts: dict[str, Scores] = {}
         dense = lexical = None
         if cosines is None:
             cosines = index.cosines(vector)  # the one pass over the vectors
         if cfg.dense:
             dense = index.dense_scores(vector, cosines)
-            fused += 1.0 / (cfg.rrf_k + 1 + ranked(dense, positive=False))
+            parts["dense"] = reciprocal(ranked(dense, positive=False))
+            fused += parts["dense"]
         if cfg.lexical:
             lexical = index.lexical_scores(text)
-            fused += 1.0 / (cfg.rrf_k + 1 + ranked(lexical))
+            parts["lexical"] = reciprocal(ranked(lexical))
+            fused += parts["lexical"]
             if cfg.keys.session_weight > 0 and len(snap):
                 # each row's share of its session's rank: weight / (rrf_k + 1 + session rank)
                 sessions = index.session_scores(text)
@@ -412,15 +488,17 @@ class Retriever:
                 for group in groups:
                     order = np.argsort(-np.where(group, sessions, 0.0), kind="stable")
                     order = order[(sessions[order] > 0) & group[order]]
-                    share[order] = cfg.keys.session_weight / (cfg.rrf_k + 1 + np.arange(len(order)))
-                fused += share[index.session_of]
+                    share[order] = 1.0 / (cfg.rrf_k + 1 + np.arange(len(order)))
+                parts["session"] = share[index.session_of]
+                fused += cfg.keys.session_weight * parts["session"]
         named = [name for name in speakers if name in index.speakers]
         if cfg.keys.speaker_weight > 0 and named:
             # said by a person the question names: as if ranked first in that person's list
             said = np.zeros(len(snap), dtype=np.float32)
             for name in named:
-                said[index.speakers[name]] = cfg.keys.speaker_weight / (cfg.rrf_k + 1)
-            fused += said
+                said[index.speakers[name]] = 1.0
+            parts["speaker"] = said
+            fused += said * (cfg.keys.speaker_weight / (cfg.rrf_k + 1))
         if cfg.keys.own_weight > 0:
             # the memory's own content re-ranks the episodic candidates: beyond the top
             # ``depth`` every memory sits in the tail of the own rankings anyway
@@ -430,10 +508,12 @@ class Retriever:
             own_dense, own_lexical = index.own_scores(text, cosines, rows)
             weight = cfg.keys.own_weight
             if cfg.dense and own_dense is not None:
-                fused += weight / (cfg.rrf_k + 1 + ranked(own_dense, positive=False))
+                parts["own_dense"] = reciprocal(ranked(own_dense, positive=False))
+                fused += weight * parts["own_dense"]
             if cfg.lexical and own_lexical is not None:
-                fused += weight / (cfg.rrf_k + 1 + ranked(own_lexical))
-        return Ranking(fused, dense, lexical)
+                parts["own_lexical"] = reciprocal(ranked(own_lexical))
+                fused += weight * parts["own_lexical"]
+        return Ranking(fused, dense, lexical, parts)
 
     def locate(self, snap: Snapshot, phrase: str, probe: Probe | None = None) -> MemoryUnit | None:
         """The memory that names the event ``phrase`` ("the trip"), if it does so unambiguously.
@@ -486,6 +566,42 @@ class Retriever:
             found += [(o, unit) for o in ordinals(unit.content) if same_kind(asked, o)]
         return found
 
+    def _when(self, frame: RecallFrame) -> bool:
+        """Whether memories that say when count for ``frame``: it asks when, and the time
+        bonus (part of the frame) is on."""
+        cfg = self.config
+        return frame.asks_when and cfg.context_ranking and cfg.time_weight > 0
+
+    def _content(self, snap: Snapshot, frame: RecallFrame, probe: Probe, yielding: bool) -> Ranking:
+        """The content ranking of ``frame``'s question, with the when-bonus; ``yielding``:
+        recorded questions and replies are ranked apart."""
+        cfg = self.config
+        ranking = self.rank(
+            snap,
+            frame.query,
+            probe.vector,
+            probe.cosines,
+            speakers=frame.speakers,
+            apart=snap.derived if yielding else None,
+        )
+        if self._when(frame):
+            bonus = np.where(snap.timed, cfg.time_weight / (cfg.rrf_k + 1), 0.0)
+            ranking = replace(ranking, fused=ranking.fused + bonus.astype(np.float32))
+        return ranking
+
+    def fusion_candidates(
+        self, snap: Snapshot, frame: RecallFrame, n: int
+    ) -> tuple[list[int], npt.NDArray[np.float64]]:
+        """The ``n`` best memories of the fixed fusion for ``frame`` (statements only) and
+        their :data:`FUSION_FEATURES`: what a learned fusion is fitted on
+        (``benchmarks/fit_fusion.py``) and what it re-ranks."""
+        probe = self.probe(snap, frame.query)
+        ranking = self._content(snap, frame, probe, bool(snap.derived.any()))
+        rows = ranking.top(n, among=~snap.derived)
+        return rows, fusion_features(
+            ranking, rows, snap, probe.cosines, self._when(frame), self.config.rrf_k
+        )
+
     # ------------------------------------------------------------------ the final list
 
     @staticmethod
@@ -517,19 +633,12 @@ class Retriever:
         derived = cfg.derived_last is not None and snap.vectors is not None
         last = derived and cfg.derived_yield and not frame.asks_dialogue
         yielding = last and bool(snap.derived.any())
-        ranking = self.rank(
-            snap,
-            frame.query,
-            probe.vector,
-            cosines,
-            speakers=frame.speakers,
-            apart=snap.derived if yielding else None,
-        )
-        if cfg.context_ranking and cfg.time_weight > 0 and frame.asks_when:
-            bonus = np.where(snap.timed, cfg.time_weight / (cfg.rrf_k + 1), 0.0)
-            ranking = Ranking(
-                ranking.fused + bonus.astype(np.float32), ranking.dense, ranking.lexical
-            )
+        ranking = self._content(snap, frame, probe, yielding)
+        if cfg.fusion is not None:
+            # statements only: it was fitted on them; questions and replies keep their places
+            rows = ranking.top(cfg.fusion.candidates, among=~snap.derived)
+            features = fusion_features(ranking, rows, snap, cosines, self._when(frame), cfg.rrf_k)
+            ranking = _reranked(ranking, rows, features @ np.asarray(cfg.fusion.weights))
         width = max(k, cfg.validity_pool)
         if yielding:
             # questions and replies yield to statements: the list holds ``width`` statements
@@ -665,3 +774,65 @@ def ranks(scores: Scores, depth: int, *, positive: bool = True) -> npt.NDArray[n
     top = top[np.argsort(-scores[top], kind="stable")]
     out[top] = np.arange(len(top))
     return out
+
+
+def fusion_features(
+    ranking: Ranking,
+    rows: Sequence[int],
+    snap: Snapshot,
+    cosines: Scores,
+    asks_when: bool,
+    rrf_k: int,
+) -> npt.NDArray[np.float64]:
+    """The :data:`FUSION_FEATURES` of the memories at ``rows`` (the content ranking's best,
+    best first), one row each: every signal's reciprocal rank scaled to (0, 1], the raw
+    cosines and BM25 (scaled by the candidates' best), the own words' count (log, scaled) and
+    its products with the rank signals (long, self-contained memories may trust their own
+    content more), whether the memory says when for a question asking when, and its place."""
+    at = np.asarray(rows, dtype=np.int64)
+    n, scale = len(at), float(rrf_k + 1)
+    zero = np.zeros(n)
+
+    def part(name: str) -> npt.NDArray[np.float64]:
+        values = ranking.parts.get(name)
+        return zero if values is None else np.asarray(values[at], dtype=np.float64) * scale
+
+    lexical = zero if ranking.lexical is None else np.asarray(ranking.lexical[at], np.float64)
+    dense_raw = zero if ranking.dense is None else np.asarray(ranking.dense[at], np.float64) / 2
+    counts = snap.index.own_counts
+    length = np.log1p([sum(counts[int(r)].values()) for r in at]) / np.log1p(100.0)
+    own_dense, own_lexical = part("own_dense"), part("own_lexical")
+    dense, lexical_rank = part("dense"), part("lexical")
+    timed = np.asarray(snap.timed[at], dtype=np.float64) if asks_when else zero
+    columns = [
+        dense,
+        lexical_rank,
+        part("session"),
+        part("speaker") / scale,
+        own_dense,
+        own_lexical,
+        np.asarray(cosines[at], dtype=np.float64),
+        dense_raw,
+        lexical / lexical.max() if n and lexical.max() > 0 else zero,
+        length,
+        own_dense * length,
+        own_lexical * length,
+        dense * length,
+        lexical_rank * length,
+        timed,
+        scale / (scale + np.arange(n)),
+    ]
+    return np.stack(columns, axis=1) if n else np.zeros((0, len(columns)))
+
+
+def _reranked(ranking: Ranking, rows: Sequence[int], learned: npt.NDArray[np.float64]) -> Ranking:
+    """``ranking`` with the memories at ``rows`` reordered by their ``learned`` scores among
+    their own fused scores: the places they held are theirs again, best learned first, and
+    every other memory (a recorded question or reply, one below the candidates) keeps its
+    place and score."""
+    if len(rows) < 2:
+        return ranking
+    at = np.asarray(rows, dtype=np.int64)
+    fused = ranking.fused.copy()
+    fused[at[np.argsort(-learned, kind="stable")]] = np.sort(fused[at])[::-1]
+    return replace(ranking, fused=fused)

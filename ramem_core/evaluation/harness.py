@@ -74,6 +74,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-slots": RetrievalConfig(window_slots=0),
     "no-anchor-side": RetrievalConfig(anchor_side_slots=0),
     "no-ordinals": RetrievalConfig(ordinals=False),
+    "no-fusion": RetrievalConfig(fusion=None),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

@@ -789,7 +789,7 @@ def test_put_replaces_a_key_with_its_episode_and_payload(memory: RaMem) -> None:
     [again] = memory.get_keyed(["bike"]).values()
     assert again.payload == '{"v": 2}'
     assert again.content == "user: I bought a new bike."
-    assert memory.recall("What did I buy?", k=1)[0].unit.id == again.id
+    assert memory.recall("Which bike did I buy?", k=1)[0].unit.id == again.id
     assert set(memory.get_keyed(["bike", "tea", "none"])) == {"bike", "tea"}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -27,7 +28,13 @@ from ramem_core import (
 )
 from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
-from ramem_core.retrieval import CONTENT_ONLY, Conditions, mostly_within, on_anchor_side
+from ramem_core.retrieval import (
+    CONTENT_ONLY,
+    FUSION_FEATURES,
+    Conditions,
+    mostly_within,
+    on_anchor_side,
+)
 from ramem_core.store.chroma import where_of
 from ramem_core.testing import HashEmbedder, WordCounter
 from tests.conftest import two_trips
@@ -68,8 +75,8 @@ def test_ungrounded_frame_falls_back_to_content(memory: RaMem) -> None:
     frame = memory.frame(query)
     assert not frame.is_grounded
     assert not any(e.contextual for e in memory.recall(query, k=4))
-    # without episodic keys, RaMem's list is exactly the content-only list
-    no_keys = RaMem(memory.store, config=RetrievalConfig(keys=CONTENT_KEYS))
+    # without episodic keys (and the learned fusion), RaMem's list is the content-only list
+    no_keys = RaMem(memory.store, config=RetrievalConfig(keys=CONTENT_KEYS, fusion=None))
     plain_ids = [e.unit.id for e in content_only(memory.store).recall(query, k=4)]
     assert [e.unit.id for e in no_keys.recall(query, k=4)] == plain_ids
 
@@ -102,7 +109,8 @@ def test_episodic_keys_prefer_the_supported_episode(memory: RaMem) -> None:
     )
     query = "Where did Ben eat grilled sardines by the river?"
     plain = content_only(memory.store).recall(query, k=5)
-    episodic = memory.recall(query, k=5)
+    # the keys' own fusion (the learned one also weighs the look-alike's own words)
+    episodic = RaMem(memory.store, config=RetrievalConfig(fusion=None)).recall(query, k=5)
     assert plain[0].unit.source_ids == ("A:1",)
     assert episodic[0].unit.context.session_id == "B"
     assert {e.unit.id for e in plain} == {e.unit.id for e in episodic}  # nothing dropped
@@ -568,8 +576,12 @@ def test_own_content_ranks_the_turn_that_says_it_above_its_neighbours(memory: Ra
 def test_the_matching_session_lifts_every_one_of_its_turns(memory: RaMem) -> None:
     memory.add_conversation(two_trips())
     query = "grilled sardines by the river"
-    lifted = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=4.0)))
-    flat = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=0.0)))
+    lifted = RaMem(
+        memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=4.0), fusion=None)
+    )
+    flat = RaMem(
+        memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=0.0), fusion=None)
+    )
     gain = {e.unit.id: e.score for e in lifted.recall(query, k=6)}
     base = {e.unit.id: e.score for e in flat.recall(query, k=6)}
     by_session: dict[str, set[float]] = {}
@@ -637,7 +649,8 @@ def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem)
     said_when = {"B:1"}
 
     def first(config: RetrievalConfig, query: str) -> set[str]:
-        return set(RaMem(memory.store, config=config).recall(query, k=1)[0].unit.source_ids)
+        fixed = replace(config, fusion=None)  # the bonus of the fixed fusion (learned: below)
+        return set(RaMem(memory.store, config=fixed).recall(query, k=1)[0].unit.source_ids)
 
     no_bonus = RetrievalConfig(time_weight=0.0)
     assert first(no_bonus, "When did Ana move to Lisbon?") != said_when  # content prefers A
@@ -645,6 +658,22 @@ def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem)
     assert first(RetrievalConfig(), "Where did Ana move to, Lisbon?") != said_when  # not "when"
     frame_off = RetrievalConfig(context_ranking=False)
     assert first(frame_off, "When did Ana move to Lisbon?") != said_when  # part of the frame
+    # the learned fusion reads "says when" only where the bonus would be given
+    snap = memory.snapshots.get(memory.namespace)
+    timed = FUSION_FEATURES.index("timed")
+
+    def says_when(config: RetrievalConfig, query: str) -> list[float]:
+        retriever = RaMem(memory.store, config=config).retriever
+        rows, features = retriever.fusion_candidates(snap, memory.frame(query), 5)
+        return [features[rows.index(snap.position[u.id]), timed] for u in snap.units]
+
+    assert sorted(says_when(RetrievalConfig(), "When did Ana move to Lisbon?")) == [0.0, 1.0]
+    for config, query in [
+        (RetrievalConfig(), "Where did Ana move to, Lisbon?"),
+        (no_bonus, "When did Ana move to Lisbon?"),
+        (frame_off, "When did Ana move to Lisbon?"),
+    ]:
+        assert says_when(config, query) == [0.0, 0.0]
 
 
 def test_a_relation_question_and_its_anchor_are_embedded_in_one_call(

@@ -1,0 +1,192 @@
+"""Fit the learned fusion (:data:`ramem_core.retrieval.LEARNED_FUSION`) on the choose parts only.
+
+From the repository root::
+
+    python benchmarks/fit_fusion.py
+
+What it fits: for every choose question (LoCoMo dev conv-26/30/41; LongMemEval_S dev30 and
+the even positions of dev120 per type, the splits of ``bench_splits.py``), the fixed fusion's
+best :data:`CANDIDATES` memories and their :data:`~ramem_core.retrieval.FUSION_FEATURES`
+(``Retriever.fusion_candidates``); a linear score per memory, trained with a listwise softmax
+loss (the evidence memories' share of the softmax over a question's candidates), the two
+benchmarks weighted equally, L2 chosen by 3-fold cross-validation on the choose part (LoCoMo
+folds by conversation, LongMemEval by position). Prints and writes
+``benchmarks/results/fit_fusion.json``: the cross-validated figures of the fixed and the
+learned order over the candidates (before the validity stage), the chosen L2 and the weights
+to paste into ``LEARNED_FUSION``. The report parts are measured with the whole pipeline by
+``python benchmarks/bench_splits.py --ablate no-fusion``, not here. Skips cleanly without the
+dev data.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_splits import OUT, _embedder, lme_split  # noqa: E402
+
+from ramem_core.evaluation import harness, metrics  # noqa: E402
+from ramem_core.loaders import locomo_conversation, longmemeval_conversation  # noqa: E402
+from ramem_core.memory import RaMem  # noqa: E402
+from ramem_core.retrieval import FUSION_FEATURES, RetrievalConfig  # noqa: E402
+from ramem_core.temporal import parse_timestamp  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+RESULT = ROOT / "benchmarks" / "results" / "fit_fusion.json"
+CANDIDATES = 50
+L2_GRID = (0.001, 0.01, 0.1)
+PLACE = FUSION_FEATURES.index("place")
+
+
+@dataclass
+class Question:
+    benchmark: str
+    fold: int
+    features: npt.NDArray[np.float64]
+    evidence: npt.NDArray[np.bool_]
+    gold: int  # evidence turns asked for
+
+
+def _candidates(memory: RaMem, namespace: str, query: str, at: Any, gold: set[str]) -> Any:
+    snap = memory.snapshots.get(namespace)
+    frame = memory.frame(query, at=at, namespace=namespace)
+    rows, features = memory.retriever.fusion_candidates(snap, frame, CANDIDATES)
+    evidence = np.array([bool(set(snap.unit(r).source_ids) & gold) for r in rows], dtype=bool)
+    return features, evidence
+
+
+def locomo_questions() -> list[Question]:
+    options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
+    bench = harness._open_bench(OUT / "locomo", options, _embedder(), None)
+    memory = RaMem(bench.store, config=replace(RetrievalConfig(), fusion=None))
+    out = []
+    samples = json.loads((DATA / "locomo_dev.json").read_text(encoding="utf-8"))
+    chosen = [s for s in samples if s["sample_id"] not in harness.LOCOMO_HOLDOUT]
+    for fold, sample in enumerate(chosen):
+        namespace = harness._namespace(sample["sample_id"])
+        bench.ingest(namespace, locomo_conversation(sample, sample["sample_id"]))
+        for qa in sample["qa"]:
+            gold = set(metrics.parse_evidence(qa.get("evidence", [])))
+            if int(qa.get("category", 0)) not in metrics.ANSWERABLE or not gold:
+                continue
+            features, evidence = _candidates(memory, namespace, qa["question"], None, gold)
+            out.append(Question("locomo", fold % 3, features, evidence, len(gold)))
+    return out
+
+
+def lme_questions() -> list[Question]:
+    options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
+    bench = harness._open_bench(OUT / "lme", options, _embedder(), None)
+    memory = RaMem(bench.store, config=replace(RetrievalConfig(), fusion=None))
+    out = []
+    for name in ("dev30", "dev60", "dev120"):
+        counts: dict[str, int] = defaultdict(int)
+        items = json.loads((DATA / f"longmemeval_s_{name}.json").read_text(encoding="utf-8"))
+        for item in items:
+            kind = str(item.get("question_type"))
+            split = lme_split(name, counts[kind])
+            counts[kind] += 1
+            qid = str(item["question_id"])
+            gold = {
+                f"{sid}:{j}"
+                for sid, session in zip(
+                    item["haystack_session_ids"], item["haystack_sessions"], strict=True
+                )
+                for j, t in enumerate(session)
+                if t.get("has_answer") and t.get("role") == "user"
+            }
+            if split != "choose" or qid.endswith("_abs") or not gold:
+                continue
+            namespace = harness._namespace(qid)
+            bench.ingest(namespace, harness._user_side(longmemeval_conversation(item, qid)))
+            at = parse_timestamp(str(item.get("question_date", "")))
+            features, evidence = _candidates(memory, namespace, item["question"], at, gold)
+            out.append(Question("lme", len(out) % 3, features, evidence, len(gold)))
+    return out
+
+
+def fit(questions: list[Question], l2: float, steps: int = 600) -> npt.NDArray[np.float64]:
+    """Listwise softmax weights (Adam from the fixed order), benchmarks weighted equally."""
+    usable = [q for q in questions if q.evidence.any()]
+    per = defaultdict(int)
+    for q in usable:
+        per[q.benchmark] += 1
+    share = np.array([1.0 / (len(per) * per[q.benchmark]) for q in usable])
+    w = np.zeros(len(FUSION_FEATURES))
+    w[PLACE] = 1.0
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    for t in range(1, steps + 1):
+        grad = l2 * w
+        for weight, q in zip(share, usable, strict=True):
+            s = q.features @ w
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            target = p * q.evidence
+            target /= target.sum()
+            grad += weight * (q.features.T @ (p - target))
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad * grad
+        w -= 0.05 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    return w
+
+
+def measures(questions: list[Question], weights: list[npt.NDArray[np.float64]]) -> dict[str, Any]:
+    """Per benchmark: evidence found at 1/5/10 (any) and the share of it (recall), over the
+    candidates ordered by each question's weights."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for q, w in zip(questions, weights, strict=True):
+        hits = q.evidence[np.argsort(-(q.features @ w), kind="stable")]
+        for k in (1, 5, 10):
+            out[f"{q.benchmark} any@{k}"].append(float(hits[:k].any()))
+            out[f"{q.benchmark} recall@{k}"].append(min(1.0, hits[:k].sum() / q.gold))
+    return {name: round(float(np.mean(v)), 4) for name, v in sorted(out.items())}
+
+
+def _score(table: dict[str, float]) -> float:
+    keys = ("locomo recall@1", "locomo recall@10", "lme any@1", "lme any@10")
+    return sum(table[k] for k in keys) / len(keys)
+
+
+def main() -> None:
+    if not (DATA / "locomo_dev.json").exists():
+        print(f"skipped: {DATA} has no dev data")
+        return
+    questions = locomo_questions() + lme_questions()
+    print(f"{len(questions)} choose questions, {CANDIDATES} candidates each")
+    fixed = np.zeros(len(FUSION_FEATURES))
+    fixed[PLACE] = 1.0
+    result: dict[str, Any] = {"command": "python benchmarks/fit_fusion.py", "cv": {}}
+    result["cv"]["fixed"] = measures(questions, [fixed] * len(questions))
+    for l2 in L2_GRID:
+        held: list[Any] = [None] * len(questions)
+        for fold in range(3):
+            w = fit([q for q in questions if q.fold != fold], l2)
+            for i, q in enumerate(questions):
+                if q.fold == fold:
+                    held[i] = w
+        result["cv"][f"l2={l2}"] = measures(questions, held)
+        print(f"l2={l2}: {result['cv'][f'l2={l2}']}", flush=True)
+    best = max(L2_GRID, key=lambda l2: _score(result["cv"][f"l2={l2}"]))
+    weights = fit(questions, best)
+    result["l2"] = best
+    result["weights"] = dict(zip(FUSION_FEATURES, np.round(weights, 4).tolist(), strict=True))
+    print(f"fixed:   {result['cv']['fixed']}")
+    print(f"chosen l2={best}; weights:")
+    print(tuple(round(float(w), 4) for w in weights))
+    RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    print(f"wrote {RESULT}")
+
+
+if __name__ == "__main__":
+    main()

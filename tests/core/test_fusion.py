@@ -1,0 +1,87 @@
+"""The learned fusion: the stating turn first, statements reordered in their own places."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+import pytest
+
+from ramem_core import Conversation, Kind, RaMem, RetrievalConfig, Session, Turn
+from ramem_core.errors import InvalidInputError
+from ramem_core.retrieval import FUSION_FEATURES, LEARNED_FUSION, Fusion
+from ramem_core.testing import WordCounter
+
+
+def _baking(memory: RaMem) -> None:
+    """Short turns that echo the episode's words around the one long turn that says it."""
+    turns = (
+        ("Ben", "Did the recipe work?"),
+        ("Alice", "The cake recipe worked!"),
+        (
+            "Alice",
+            "I baked the lemon cake from my grandmother's recipe with three eggs, fresh lemons"
+            " and a cup of sugar, and it rose perfectly.",
+        ),
+        ("Ben", "Lemon cake sounds great."),
+        ("Ben", "Your grandmother's cake recipe!"),
+    )
+    session = Session(
+        "S",
+        tuple(Turn(f"S:{i}", who, text) for i, (who, text) in enumerate(turns, 1)),
+        datetime(2023, 5, 2),
+    )
+    memory.add_conversation(Conversation("c", (session,), ("Alice", "Ben")))
+
+
+def test_the_learned_fusion_puts_the_stating_turn_above_its_neighbours(memory: RaMem) -> None:
+    _baking(memory)
+    query = "How many eggs did Alice use in her grandmother's lemon cake recipe?"
+    assert memory.retriever.config.fusion == LEARNED_FUSION  # the default
+    assert memory.recall(query, k=1)[0].unit.source_ids == ("S:3",)
+    fixed = RaMem(memory.store, config=RetrievalConfig(fusion=None))
+    assert fixed.recall(query, k=1)[0].unit.source_ids == ("S:2",)  # an echo of the episode
+
+
+def _one(feature: str, sign: float = 1.0) -> Fusion:
+    weights = [0.0] * len(FUSION_FEATURES)
+    weights[FUSION_FEATURES.index(feature)] = sign
+    return Fusion(tuple(weights))
+
+
+def test_a_fusion_reorders_statements_in_their_own_places(memory: RaMem) -> None:
+    memory.add_turn("user", "I went camping in the Alps with Jo.", at=datetime(2024, 8, 17, 10))
+    memory.add_turn("user", "Camping gear: a tent and a stove.", at=datetime(2024, 8, 20, 10))
+    memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 9, 1, 10))
+    memory.add_exchange(
+        "What did I take camping?", "You took a tent and a stove.", at=datetime(2024, 12, 1, 10)
+    )
+    query = "What did you tell me about camping?"  # about the dialogue: replies keep places
+
+    def listed(fusion: Fusion | None) -> list[tuple[str, Kind, float]]:
+        # no move after their sources: the places are the ranking's own
+        config = replace(RetrievalConfig(), fusion=fusion, context_ranking=False, derived_last=None)
+        found = RaMem(memory.store, config=config, counter=WordCounter()).recall(query, k=5)
+        return [(e.unit.id, e.unit.context.kind, e.score) for e in found]
+
+    fixed = listed(None)
+    for fusion in (_one("place", -1.0), _one("lexical_raw"), _one("length", -1.0)):
+        learned = listed(fusion)
+        # questions and replies keep their places; statements take the statements' places
+        # and scores, in the fusion's order
+        assert [(i, x[0]) for i, x in enumerate(learned) if x[1] is not Kind.STATEMENT] == [
+            (i, x[0]) for i, x in enumerate(fixed) if x[1] is not Kind.STATEMENT
+        ]
+        assert [x[2] for x in learned if x[1] is Kind.STATEMENT] == [
+            x[2] for x in fixed if x[1] is Kind.STATEMENT
+        ]
+    statements = [x[0] for x in fixed if x[1] is Kind.STATEMENT]
+    reversed_ = [x[0] for x in listed(_one("place", -1.0)) if x[1] is Kind.STATEMENT]
+    assert reversed_ == statements[::-1]
+
+
+def test_a_fusion_needs_one_weight_per_feature() -> None:
+    with pytest.raises(InvalidInputError, match="weights"):
+        Fusion((1.0, 2.0))
+    with pytest.raises(InvalidInputError, match="candidates"):
+        Fusion(LEARNED_FUSION.weights, candidates=0)
