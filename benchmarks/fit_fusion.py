@@ -9,11 +9,12 @@ the even positions of dev120 per type, the splits of ``bench_splits.py``), the f
 best :data:`CANDIDATES` memories and their :data:`~ramem_core.retrieval.FUSION_FEATURES`
 (``Retriever.fusion_candidates``); a linear score per memory, trained with a listwise softmax
 loss (the evidence memories' share of the softmax over a question's candidates), the two
-benchmarks weighted equally, L2 chosen by 3-fold cross-validation on the choose part (LoCoMo
-folds by conversation, LongMemEval by position). Prints and writes
+benchmarks weighted equally, L2 and the candidates chosen by 3-fold cross-validation on the
+choose part (LoCoMo folds by conversation, LongMemEval by position). Prints and writes
 ``benchmarks/results/fit_fusion.json``: the cross-validated figures of the fixed and the
-learned order over the candidates (before the validity stage), the chosen L2 and the weights
-to paste into ``LEARNED_FUSION``. The report parts are measured with the whole pipeline by
+learned order over the candidates (before the validity stage) for each candidate shape
+(:data:`OWN_GRID`: how many of the best by own content join) and L2, the chosen pair and the
+weights to paste into ``LEARNED_FUSION``. The report parts are measured with the whole pipeline by
 ``python benchmarks/bench_splits.py --ablate no-fusion``, not here. Skips cleanly without the
 dev data.
 """
@@ -39,12 +40,13 @@ from bench_splits import OUT, _embedder, lme_split  # noqa: E402
 from ramem_core.evaluation import harness, metrics  # noqa: E402
 from ramem_core.loaders import locomo_conversation, longmemeval_conversation  # noqa: E402
 from ramem_core.memory import RaMem  # noqa: E402
-from ramem_core.retrieval import FUSION_FEATURES, RetrievalConfig  # noqa: E402
+from ramem_core.retrieval import FUSION_FEATURES, Fusion, RetrievalConfig  # noqa: E402
 from ramem_core.temporal import parse_timestamp  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 RESULT = ROOT / "benchmarks" / "results" / "fit_fusion.json"
 CANDIDATES = 50
+OWN_GRID = (0, 20)
 L2_GRID = (0.001, 0.01, 0.1)
 PLACE = FUSION_FEATURES.index("place")
 
@@ -58,15 +60,18 @@ class Question:
     gold: int  # evidence turns asked for
 
 
-def _candidates(memory: RaMem, namespace: str, query: str, at: Any, gold: set[str]) -> Any:
+def _candidates(
+    memory: RaMem, namespace: str, query: str, at: Any, gold: set[str], own: int
+) -> Any:
     snap = memory.snapshots.get(namespace)
     frame = memory.frame(query, at=at, namespace=namespace)
-    rows, features = memory.retriever.fusion_candidates(snap, frame, CANDIDATES)
+    shape = Fusion((0.0,) * len(FUSION_FEATURES), CANDIDATES, own)
+    rows, features = memory.retriever.fusion_candidates(snap, frame, shape)
     evidence = np.array([bool(set(snap.unit(r).source_ids) & gold) for r in rows], dtype=bool)
     return features, evidence
 
 
-def locomo_questions() -> list[Question]:
+def locomo_questions(own: int) -> list[Question]:
     options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
     bench = harness._open_bench(OUT / "locomo", options, _embedder(), None)
     memory = RaMem(bench.store, config=replace(RetrievalConfig(), fusion=None))
@@ -80,12 +85,12 @@ def locomo_questions() -> list[Question]:
             gold = set(metrics.parse_evidence(qa.get("evidence", [])))
             if int(qa.get("category", 0)) not in metrics.ANSWERABLE or not gold:
                 continue
-            features, evidence = _candidates(memory, namespace, qa["question"], None, gold)
+            features, evidence = _candidates(memory, namespace, qa["question"], None, gold, own)
             out.append(Question("locomo", fold % 3, features, evidence, len(gold)))
     return out
 
 
-def lme_questions() -> list[Question]:
+def lme_questions(own: int) -> list[Question]:
     options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
     bench = harness._open_bench(OUT / "lme", options, _embedder(), None)
     memory = RaMem(bench.store, config=replace(RetrievalConfig(), fusion=None))
@@ -111,7 +116,7 @@ def lme_questions() -> list[Question]:
             namespace = harness._namespace(qid)
             bench.ingest(namespace, harness._user_side(longmemeval_conversation(item, qid)))
             at = parse_timestamp(str(item.get("question_date", "")))
-            features, evidence = _candidates(memory, namespace, item["question"], at, gold)
+            features, evidence = _candidates(memory, namespace, item["question"], at, gold, own)
             out.append(Question("lme", len(out) % 3, features, evidence, len(gold)))
     return out
 
@@ -162,27 +167,33 @@ def main() -> None:
     if not (DATA / "locomo_dev.json").exists():
         print(f"skipped: {DATA} has no dev data")
         return
-    questions = locomo_questions() + lme_questions()
-    print(f"{len(questions)} choose questions, {CANDIDATES} candidates each")
+    result: dict[str, Any] = {"command": "python benchmarks/fit_fusion.py", "cv": {}}
     fixed = np.zeros(len(FUSION_FEATURES))
     fixed[PLACE] = 1.0
-    result: dict[str, Any] = {"command": "python benchmarks/fit_fusion.py", "cv": {}}
-    result["cv"]["fixed"] = measures(questions, [fixed] * len(questions))
-    for l2 in L2_GRID:
-        held: list[Any] = [None] * len(questions)
-        for fold in range(3):
-            w = fit([q for q in questions if q.fold != fold], l2)
-            for i, q in enumerate(questions):
-                if q.fold == fold:
-                    held[i] = w
-        result["cv"][f"l2={l2}"] = measures(questions, held)
-        print(f"l2={l2}: {result['cv'][f'l2={l2}']}", flush=True)
-    best = max(L2_GRID, key=lambda l2: _score(result["cv"][f"l2={l2}"]))
-    weights = fit(questions, best)
-    result["l2"] = best
+    best: tuple[float, int, float] | None = None
+    sets = {}
+    for own in OWN_GRID:
+        questions = sets[own] = locomo_questions(own) + lme_questions(own)
+        print(f"{len(questions)} choose questions, {CANDIDATES} + {own} candidates each")
+        result["cv"][f"own={own} fixed"] = measures(questions, [fixed] * len(questions))
+        for l2 in L2_GRID:
+            held: list[Any] = [None] * len(questions)
+            for fold in range(3):
+                w = fit([q for q in questions if q.fold != fold], l2)
+                for i, q in enumerate(questions):
+                    if q.fold == fold:
+                        held[i] = w
+            table = result["cv"][f"own={own} l2={l2}"] = measures(questions, held)
+            print(f"own={own} l2={l2}: {table}", flush=True)
+            if best is None or _score(table) > best[0]:
+                best = (_score(table), own, l2)
+    assert best is not None
+    _, own, l2 = best
+    weights = fit(sets[own], l2)
+    result["chosen"] = {"own_candidates": own, "l2": l2}
     result["weights"] = dict(zip(FUSION_FEATURES, np.round(weights, 4).tolist(), strict=True))
-    print(f"fixed:   {result['cv']['fixed']}")
-    print(f"chosen l2={best}; weights:")
+    print(f"fixed: {result['cv'][f'own={own} fixed']}")
+    print(f"chosen own_candidates={own} l2={l2}; weights:")
     print(tuple(round(float(w), 4) for w in weights))
     RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {RESULT}")

@@ -63,42 +63,61 @@ FUSION_FEATURES = (
 
 @dataclass(frozen=True, slots=True)
 class Fusion:
-    """A learned re-ranking of the content ranking's best ``candidates``: each one's score is
-    ``weights · fusion_features``; the others keep their order after them.
+    """A learned re-ranking of the content ranking's best statements: each one's score is
+    ``weights · fusion_features``; they take their places again in that order.
 
     Attributes:
         weights: one per :data:`FUSION_FEATURES`.
-        candidates: how many of the content ranking's best memories are re-ranked.
+        candidates: how many of the content ranking's best statements are re-ranked.
+        own_candidates: and how many of the best by their own content alone (own words and
+            own vector), wherever the episodic keys put them: a long turn that says it all in
+            a session about something else.
     """
 
     weights: tuple[float, ...]
     candidates: int = 50
+    own_candidates: int = 0
 
     def __post_init__(self) -> None:
-        if len(self.weights) != len(FUSION_FEATURES) or self.candidates < 1:
-            msg = f"a fusion needs {len(FUSION_FEATURES)} weights and candidates >= 1: {self}"
+        if len(self.weights) != len(FUSION_FEATURES):
+            msg = f"a fusion needs {len(FUSION_FEATURES)} weights, got {len(self.weights)}"
             raise InvalidInputError(msg)
+        if self.candidates < 1 or self.own_candidates < 0:
+            msg = f"a fusion needs candidates >= 1 and own_candidates >= 0: {self}"
+            raise InvalidInputError(msg)
+
+    def rows(self, ranking: Ranking, statements: Mask) -> list[int]:
+        """The rows it re-ranks, in the content ranking's order."""
+        rows = ranking.top(self.candidates, among=statements)
+        own = [ranking.parts[p] for p in ("own_dense", "own_lexical") if p in ranking.parts]
+        if self.own_candidates and own:
+            alone = Ranking(np.where(statements, sum(own), -np.inf).astype(np.float32), None, None)
+            extra = set(alone.top(self.own_candidates)) - set(rows)
+            rows += sorted(extra, key=lambda row: (-ranking.fused[row], row))
+            rows.sort(key=lambda row: (-ranking.fused[row], row))
+        return rows
 
 
 LEARNED_FUSION = Fusion(
     (
-        0.7241,
-        0.1034,
-        -0.6568,
-        2.364,
-        -0.9225,
-        -1.4241,
-        3.6338,
-        3.7008,
-        4.7833,
-        2.068,
-        0.4893,
-        1.4739,
-        1.1727,
-        1.7747,
-        1.1135,
-        0.7622,
-    )
+        0.7323,
+        0.0927,
+        -0.6486,
+        2.3767,
+        -0.9302,
+        -1.4504,
+        3.6495,
+        3.7,
+        4.8,
+        2.1067,
+        0.4982,
+        1.4828,
+        1.183,
+        1.7557,
+        1.1163,
+        0.8199,
+    ),
+    own_candidates=20,
 )
 """Fitted on the choose parts only (LoCoMo conv-26/30/41, LongMemEval_S dev30 + dev120 even
 positions) by ``benchmarks/fit_fusion.py``: ``benchmarks/results/fit_fusion.json``."""
@@ -590,14 +609,14 @@ class Retriever:
         return ranking
 
     def fusion_candidates(
-        self, snap: Snapshot, frame: RecallFrame, n: int
+        self, snap: Snapshot, frame: RecallFrame, fusion: Fusion
     ) -> tuple[list[int], npt.NDArray[np.float64]]:
-        """The ``n`` best memories of the fixed fusion for ``frame`` (statements only) and
-        their :data:`FUSION_FEATURES`: what a learned fusion is fitted on
-        (``benchmarks/fit_fusion.py``) and what it re-ranks."""
+        """The statements ``fusion`` would re-rank for ``frame`` (:meth:`Fusion.rows` of the
+        fixed fusion's ranking) and their :data:`FUSION_FEATURES`: what a learned fusion is
+        fitted on (``benchmarks/fit_fusion.py``)."""
         probe = self.probe(snap, frame.query)
         ranking = self._content(snap, frame, probe, bool(snap.derived.any()))
-        rows = ranking.top(n, among=~snap.derived)
+        rows = fusion.rows(ranking, ~snap.derived)
         return rows, fusion_features(
             ranking, rows, snap, probe.cosines, self._when(frame), self.config.rrf_k
         )
@@ -636,7 +655,7 @@ class Retriever:
         ranking = self._content(snap, frame, probe, yielding)
         if cfg.fusion is not None:
             # statements only: it was fitted on them; questions and replies keep their places
-            rows = ranking.top(cfg.fusion.candidates, among=~snap.derived)
+            rows = cfg.fusion.rows(ranking, ~snap.derived)
             features = fusion_features(ranking, rows, snap, cosines, self._when(frame), cfg.rrf_k)
             ranking = _reranked(ranking, rows, features @ np.asarray(cfg.fusion.weights))
         width = max(k, cfg.validity_pool)

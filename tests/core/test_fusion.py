@@ -85,3 +85,5 @@ def test_a_fusion_needs_one_weight_per_feature() -> None:
         Fusion((1.0, 2.0))
     with pytest.raises(InvalidInputError, match="candidates"):
         Fusion(LEARNED_FUSION.weights, candidates=0)
+    with pytest.raises(InvalidInputError, match="own_candidates"):
+        Fusion(LEARNED_FUSION.weights, own_candidates=-1)

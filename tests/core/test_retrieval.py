@@ -31,6 +31,7 @@ from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.retrieval import (
     CONTENT_ONLY,
     FUSION_FEATURES,
+    LEARNED_FUSION,
     Conditions,
     mostly_within,
     on_anchor_side,
@@ -661,10 +662,11 @@ def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem)
     # the learned fusion reads "says when" only where the bonus would be given
     snap = memory.snapshots.get(memory.namespace)
     timed = FUSION_FEATURES.index("timed")
+    fusion = replace(LEARNED_FUSION, candidates=5)
 
     def says_when(config: RetrievalConfig, query: str) -> list[float]:
         retriever = RaMem(memory.store, config=config).retriever
-        rows, features = retriever.fusion_candidates(snap, memory.frame(query), 5)
+        rows, features = retriever.fusion_candidates(snap, memory.frame(query), fusion)
         return [features[rows.index(snap.position[u.id]), timed] for u in snap.units]
 
     assert sorted(says_when(RetrievalConfig(), "When did Ana move to Lisbon?")) == [0.0, 1.0]
