@@ -87,3 +87,16 @@ def test_a_fusion_needs_one_weight_per_feature() -> None:
         Fusion(LEARNED_FUSION.weights, candidates=0)
     with pytest.raises(InvalidInputError, match="own_candidates"):
         Fusion(LEARNED_FUSION.weights, own_candidates=-1)
+
+
+def test_the_best_by_own_content_join_the_candidates(memory: RaMem) -> None:
+    _baking(memory)
+    query = "How many eggs did Alice use in her grandmother's lemon cake recipe?"
+
+    def first(fusion: Fusion) -> tuple[str, ...]:
+        config = RetrievalConfig(fusion=fusion)
+        return RaMem(memory.store, config=config).recall(query, k=1)[0].unit.source_ids
+
+    own = _one("own_lexical")
+    assert first(replace(own, candidates=1)) == ("S:2",)  # one candidate: nothing to reorder
+    assert first(replace(own, candidates=1, own_candidates=1)) == ("S:3",)
