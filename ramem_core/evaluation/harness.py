@@ -531,6 +531,7 @@ def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> di
             "questions": len(mine),
             "answerable_with_evidence": len(answerable),
             "recall": _recall_by_category(answerable, options.ks),
+            "multi_hop_all_evidence": _all_evidence(answerable, options.ks),
             "budget_curve": [
                 _mean(r["recall"][k] for r in answerable) for k in range(1, depth + 1)
             ],
@@ -560,6 +561,7 @@ def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> di
             entry["splits"][split] = {
                 "questions": len(part),
                 "recall": _recall_by_category(part, options.ks),
+                "multi_hop_all_evidence": _all_evidence(part, options.ks),
                 "d_at_1_all": _wrong_episode_at_1(part),
             }
         summary["runs"][run] = entry
@@ -586,6 +588,16 @@ def _recall_by_category(
         by_category["overall"] = _mean(r["recall"][k] for r in rows)
         recall[str(k)] = by_category
     return recall
+
+
+def _all_evidence(rows: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str, float | None]:
+    """Share of multi-hop questions with *all* their evidence in the top k, for each k (a
+    multi-hop answer found in pieces is not found)."""
+    multi = [r for r in rows if r["category"] == MULTI_HOP]
+    return {str(k): _mean(float(r["recall"][k] == 1.0) for r in multi) for k in ks}
+
+
+MULTI_HOP = next(c for c, name in metrics.LOCOMO_CATEGORIES.items() if name == "multi-hop")
 
 
 def _wrong_episode_at_1(rows: Sequence[dict[str, Any]]) -> float | None:

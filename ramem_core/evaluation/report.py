@@ -217,11 +217,12 @@ def write_report(summary: dict[str, Any], out: str | Path, command: str = "") ->
             parts += [f"## Evidence Recall@{k}", ""]
             parts.append(
                 _table(
-                    ["system", *CATEGORIES, "tokens"],
+                    ["system", *CATEGORIES, f"multi-hop all-evidence@{k}", "tokens"],
                     [
                         [
                             run,
                             *(_fmt(e["recall"][str(k)].get(c)) for c in CATEGORIES),
+                            _fmt(e.get("multi_hop_all_evidence", {}).get(str(k))),
                             f"{e['tokens'][str(k)]:.0f}"
                             if e["tokens"][str(k)] is not None
                             else "-",
@@ -240,13 +241,21 @@ def write_report(summary: dict[str, Any], out: str | Path, command: str = "") ->
         parts.append("")
         parts.append(
             _table(
-                ["system", "split", "questions", *CATEGORIES, "D@1 (all questions)"],
+                [
+                    "system",
+                    "split",
+                    "questions",
+                    *CATEGORIES,
+                    f"multi-hop all-evidence@{k}",
+                    "D@1 (all questions)",
+                ],
                 [
                     [
                         run,
                         split,
                         str(e["splits"][split]["questions"]),
                         *(_fmt(e["splits"][split]["recall"][k].get(c)) for c in CATEGORIES),
+                        _fmt(e["splits"][split].get("multi_hop_all_evidence", {}).get(k)),
                         _fmt(e["splits"][split]["d_at_1_all"]),
                     ]
                     for run, e in runs.items()

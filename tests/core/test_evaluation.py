@@ -243,3 +243,26 @@ def test_longmemeval_qa_is_judged_per_question_type(tmp_path: Path) -> None:
     judge_prompt = next(p for p in judge_and_answer.prompts if p.startswith("I will give"))
     assert "off-by-one" in judge_prompt  # the temporal-reasoning judge
     assert "## QA accuracy (LLM judge)" in write_report(summary, tmp_path).read_text()
+
+
+def test_multi_hop_all_evidence_counts_only_complete_multi_hop_answers(tmp_path: Path) -> None:
+    from ramem_core.evaluation.harness import summarize_locomo
+
+    def row(category: int, recall: dict[int, float]) -> dict[str, object]:
+        return {
+            "system": "ramem",
+            "category": category,
+            "evidence": ["D1:1", "D2:1"],
+            "recall": {k: recall[min(k, 2)] for k in range(1, 21)},
+            "tokens": {1: 10, 2: 20},
+            "split": "choose",
+            "top1_wrong_episode": 0.0,
+        }
+
+    rows = [row(1, {1: 0.5, 2: 1.0}), row(1, {1: 0.5, 2: 0.5}), row(4, {1: 1.0, 2: 1.0})]
+    summary = summarize_locomo(rows, EvalOptions(systems=("ramem",), ks=(1, 2)))
+    entry = summary["runs"]["ramem"]
+    assert entry["multi_hop_all_evidence"] == {"1": 0.0, "2": 0.5}  # single-hop not counted
+    assert entry["splits"]["choose"]["multi_hop_all_evidence"] == {"1": 0.0, "2": 0.5}
+    text = write_report(summary, tmp_path).read_text()
+    assert "multi-hop all-evidence@2" in text
