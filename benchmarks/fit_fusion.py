@@ -4,19 +4,19 @@ From the repository root::
 
     python benchmarks/fit_fusion.py
 
-What it fits: for every choose question (LoCoMo dev conv-26/30/41; LongMemEval_S dev30 and
-the even positions of dev120 per type, the splits of ``bench_splits.py``), the fixed fusion's
-best :data:`CANDIDATES` memories and their :data:`~ramem_core.retrieval.FUSION_FEATURES`
+What it fits: for every choose question (LoCoMo dev conv-26/30/41; LongMemEval_S dev30 and the
+even positions of dev120 per type, the splits of ``bench_splits.py``), the fixed fusion's best
+:data:`CANDIDATES` memories and their :data:`~ramem_core.retrieval.FUSION_FEATURES`
 (``Retriever.fusion_candidates``); a linear score per memory, trained with a listwise softmax
 loss (the evidence memories' share of the softmax over a question's candidates), the two
-benchmarks weighted equally, L2 and the candidates chosen by 3-fold cross-validation on the
-choose part (LoCoMo folds by conversation, LongMemEval by position). Prints and writes
-``benchmarks/results/fit_fusion.json``: the cross-validated figures of the fixed and the
-learned order over the candidates (before the validity stage) for each candidate shape
-(:data:`OWN_GRID`: how many of the best by own content join) and L2, the chosen pair and the
-weights to paste into ``LEARNED_FUSION``. The report parts are measured with the whole pipeline by
-``python benchmarks/bench_splits.py --ablate no-fusion``, not here. Skips cleanly without the
-dev data.
+benchmarks weighted equally, the loss (:func:`fit`), L2 and the candidates chosen by 3-fold
+cross-validation on the choose part (LoCoMo folds by conversation, LongMemEval by position).
+Prints and writes ``benchmarks/results/fit_fusion.json``: the cross-validated figures of the
+fixed and the learned order over the candidates (before the validity stage) for each candidate
+shape (:data:`OWN_GRID`: how many of the best by own content join) and L2, the chosen pair and
+the weights to paste into ``LEARNED_FUSION``. The report parts are measured with the whole
+pipeline by ``python benchmarks/bench_splits.py --ablate no-fusion``, not here. Skips cleanly
+without the dev data.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ RESULT = ROOT / "benchmarks" / "results" / "fit_fusion.json"
 CANDIDATES = 50
 OWN_GRID = (0, 20)
 L2_GRID = (0.001, 0.01, 0.1)
+LOSSES = ("any", "all")
 PLACE = FUSION_FEATURES.index("place")
 
 
@@ -121,8 +122,13 @@ def lme_questions(own: int) -> list[Question]:
     return out
 
 
-def fit(questions: list[Question], l2: float, steps: int = 600) -> npt.NDArray[np.float64]:
-    """Listwise softmax weights (Adam from the fixed order), benchmarks weighted equally."""
+def fit(
+    questions: list[Question], l2: float, loss: str = "any", steps: int = 600
+) -> npt.NDArray[np.float64]:
+    """Listwise softmax weights (Adam from the fixed order), benchmarks weighted equally.
+    ``loss``: "any" maximises the softmax mass of the evidence as a whole (one evidence memory
+    on top is enough); "all" the mass of each evidence memory alike (ListNet with a uniform
+    target over the evidence: a multi-hop answer wants every piece up)."""
     usable = [q for q in questions if q.evidence.any()]
     per = defaultdict(int)
     for q in usable:
@@ -137,7 +143,7 @@ def fit(questions: list[Question], l2: float, steps: int = 600) -> npt.NDArray[n
             s = q.features @ w
             p = np.exp(s - s.max())
             p /= p.sum()
-            target = p * q.evidence
+            target = p * q.evidence if loss == "any" else q.evidence.astype(np.float64)
             target /= target.sum()
             grad += weight * (q.features.T @ (p - target))
         m = 0.9 * m + 0.1 * grad
@@ -170,30 +176,32 @@ def main() -> None:
     result: dict[str, Any] = {"command": "python benchmarks/fit_fusion.py", "cv": {}}
     fixed = np.zeros(len(FUSION_FEATURES))
     fixed[PLACE] = 1.0
-    best: tuple[float, int, float] | None = None
+    best: tuple[float, int, float, str] | None = None
     sets = {}
     for own in OWN_GRID:
         questions = sets[own] = locomo_questions(own) + lme_questions(own)
         print(f"{len(questions)} choose questions, {CANDIDATES} + {own} candidates each")
         result["cv"][f"own={own} fixed"] = measures(questions, [fixed] * len(questions))
-        for l2 in L2_GRID:
-            held: list[Any] = [None] * len(questions)
-            for fold in range(3):
-                w = fit([q for q in questions if q.fold != fold], l2)
-                for i, q in enumerate(questions):
-                    if q.fold == fold:
-                        held[i] = w
-            table = result["cv"][f"own={own} l2={l2}"] = measures(questions, held)
-            print(f"own={own} l2={l2}: {table}", flush=True)
-            if best is None or _score(table) > best[0]:
-                best = (_score(table), own, l2)
+        for loss in LOSSES:
+            for l2 in L2_GRID:
+                held: list[Any] = [None] * len(questions)
+                for fold in range(3):
+                    w = fit([q for q in questions if q.fold != fold], l2, loss)
+                    for i, q in enumerate(questions):
+                        if q.fold == fold:
+                            held[i] = w
+                name = f"own={own} loss={loss} l2={l2}"
+                table = result["cv"][name] = measures(questions, held)
+                print(f"{name}: {table}", flush=True)
+                if best is None or _score(table) > best[0]:
+                    best = (_score(table), own, l2, loss)
     assert best is not None
-    _, own, l2 = best
-    weights = fit(sets[own], l2)
-    result["chosen"] = {"own_candidates": own, "l2": l2}
+    _, own, l2, loss = best
+    weights = fit(sets[own], l2, loss)
+    result["chosen"] = {"own_candidates": own, "l2": l2, "loss": loss}
     result["weights"] = dict(zip(FUSION_FEATURES, np.round(weights, 4).tolist(), strict=True))
     print(f"fixed: {result['cv'][f'own={own} fixed']}")
-    print(f"chosen own_candidates={own} l2={l2}; weights:")
+    print(f"chosen own_candidates={own} loss={loss} l2={l2}; weights:")
     print(tuple(round(float(w), 4) for w in weights))
     RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {RESULT}")

@@ -19,13 +19,11 @@ Splits, fixed before any variant was run:
   per question type in file order: even positions choose, odd positions report
   (:func:`lme_split`).
 
-Runs the harness (``ramem_core.evaluation.harness``) with each variant as an extra run on
-identical memory units; embeddings are cached under ``results/tune_stating`` (and read from
-the earlier evaluations' caches when present). Prints per split and per category / question
-type: LoCoMo Recall@1/5/10, D@1 and multi-hop all-evidence@10; LongMemEval turn
-recall_any@1/5/10 and session recall_any@5, with paired bootstrap 95% intervals of
-"variant minus content-only" and "variant minus ramem". Writes ``results/tune_stating/
-last_run.json`` (the committed ``results.json`` gathers the three runs above).
+The tables and splits are ``benchmarks/bench_splits.py``'s (this script registers the
+variants as ablations and runs it under ``results/tune_stating``). Writes
+``results/tune_stating/last_run.json`` (the committed ``results.json`` gathers the three runs
+above, made when this script still held its own copy of those tables). The patch was made
+against the code of that time and may need a merge on today's.
 """
 
 from __future__ import annotations
@@ -33,201 +31,55 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
-from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
+import bench_splits  # noqa: E402
+
 from ramem_core.evaluation import harness  # noqa: E402
-from ramem_core.evaluation.stats import paired_bootstrap  # noqa: E402
-from ramem_core.protocols import Embedder  # noqa: E402
 from ramem_core.retrieval import RetrievalConfig  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
-OUT = ROOT / "results" / "tune_stating"
 RESULT = ROOT / "results" / "tune_stating" / "last_run.json"  # results.json holds runs 1-3
 BASE = RetrievalConfig()
-VARIANTS: dict[str, RetrievalConfig] = {
-    "stating 5": replace(BASE, stating_first=5),
-    "stating 10": replace(BASE, stating_first=10),
-    "stating 20": replace(BASE, stating_first=20),
-    "cover 1": replace(BASE, set_cover=1),
-    "cover 2": replace(BASE, set_cover=2),
-    "cover 3": replace(BASE, set_cover=3),
-    "cover 1 pool 40": replace(BASE, set_cover=1, set_pool=40),
-    "cover 2 pool 40": replace(BASE, set_cover=2, set_pool=40),
-    "cover 2 pool 60": replace(BASE, set_cover=2, set_pool=60),
-}
 
 
-def lme_split(source: str, position_in_type: int) -> str:
-    """The split of a LongMemEval question: dev30 choose, dev60 report, dev120 alternating."""
-    if "dev30" in source:
-        return "choose"
-    if "dev60" in source:
-        return "report"
-    return "choose" if position_in_type % 2 == 0 else "report"
-
-
-def _embedder() -> Embedder:
-    """MiniLM behind the earlier evaluations' caches (read only when a text misses here)."""
-    inner: Embedder = MiniLMEmbedder()
-    for old in ("results/long_turns/dev120", "results/longmemeval_s", "results/locomo"):
-        path = ROOT / old / "cache" / "embeddings.sqlite"
-        if path.exists():
-            inner = CachedEmbedder(inner, path)
-    return inner
-
-
-def _interval(pairs: Sequence[tuple[float, float]]) -> list[float]:
-    paired = paired_bootstrap([a for a, _ in pairs], [b for _, b in pairs])
-    assert paired is not None
-    return [round(paired.diff, 3), round(paired.low, 3), round(paired.high, 3)]
-
-
-def _table(
-    rows: list[dict[str, Any]],
-    runs: Sequence[str],
-    measures: dict[str, Callable[[dict[str, Any]], float]],
-    group_of: Callable[[dict[str, Any]], str],
-) -> dict[str, Any]:
-    """Per group (and 'all'): each run's mean of each measure, and each variant's paired
-    intervals against content-only and against ramem."""
-    by_question: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for row in rows:
-        by_question[row["_key"]][row["system"]] = row
-    groups: dict[str, list[dict[str, dict[str, Any]]]] = defaultdict(list)
-    for runs_of in by_question.values():
-        first = runs_of["ramem"]
-        groups["all"].append(runs_of)
-        groups[group_of(first)].append(runs_of)
-    out: dict[str, Any] = {}
-    for group, questions in sorted(groups.items()):
-        cell: dict[str, Any] = {"n": len(questions)}
-        for name, measure in measures.items():
-            values = {run: [measure(q[run]) for q in questions] for run in runs}
-            cell[name] = {run: round(sum(v) / len(v), 3) for run, v in values.items()}
-            for run in runs:
-                if run in ("ramem", "content"):
-                    continue
-                for against in ("content", "ramem"):
-                    pairs = list(zip(values[run], values[against], strict=True))
-                    cell[name][f"{run} - {against}"] = _interval(pairs)
-            if "ramem" in values:
-                pairs = list(zip(values["ramem"], values["content"], strict=True))
-                cell[name]["ramem - content"] = _interval(pairs)
-        out[group] = cell
-    return out
-
-
-def locomo(variants: Sequence[str]) -> dict[str, Any]:
-    options = harness.EvalOptions(
-        systems=("ramem", "content"), ks=(1, 5, 10, 20), ablations=tuple(variants)
-    )
-    harness.evaluate_locomo(
-        DATA / "locomo_dev.json",
-        OUT / "locomo",
-        options,
-        embedder=_embedder(),
-        progress=_progress("LoCoMo"),
-    )
-    rows = [json.loads(line) for line in (OUT / "locomo" / "questions.jsonl").open()]
-    rows = [r for r in rows if r["category"] in (1, 2, 3, 4) and r["evidence"]]
-    for r in rows:
-        r["_key"] = f"{r['sample_id']}|{r['question']}|{r['evidence']}"
-    measures = {
-        "R@1": lambda r: r["recall"]["1"],
-        "R@5": lambda r: r["recall"]["5"],
-        "R@10": lambda r: r["recall"]["10"],
-        "all@10": lambda r: float(r["recall"]["10"] == 1.0),
-        "D@1": lambda r: r.get("top1_wrong_episode") or 0.0,
+def variants() -> dict[str, RetrievalConfig]:
+    """The variants (their switches exist only with ``variants.patch`` applied)."""
+    return {
+        "stating 5": replace(BASE, stating_first=5),  # type: ignore[call-arg]
+        "stating 10": replace(BASE, stating_first=10),  # type: ignore[call-arg]
+        "stating 20": replace(BASE, stating_first=20),  # type: ignore[call-arg]
+        "cover 1": replace(BASE, set_cover=1),  # type: ignore[call-arg]
+        "cover 2": replace(BASE, set_cover=2),  # type: ignore[call-arg]
+        "cover 3": replace(BASE, set_cover=3),  # type: ignore[call-arg]
+        "cover 1 pool 40": replace(BASE, set_cover=1, set_pool=40),  # type: ignore[call-arg]
+        "cover 2 pool 40": replace(BASE, set_cover=2, set_pool=40),  # type: ignore[call-arg]
+        "cover 2 pool 60": replace(BASE, set_cover=2, set_pool=60),  # type: ignore[call-arg]
     }
-    runs = ("ramem", "content", *variants)
-    out = {}
-    for split in ("choose", "report", "all"):
-        part = [r for r in rows if split in ("all", r["split"])]
-        out[split] = _table(part, runs, measures, lambda r: r["category_name"])
-    return out
-
-
-def longmemeval(variants: Sequence[str]) -> dict[str, Any]:
-    files = [DATA / f"longmemeval_s_{name}.json" for name in ("dev30", "dev60", "dev120")]
-    split_of: dict[str, str] = {}
-    for path in files:
-        counts: dict[str, int] = defaultdict(int)
-        for item in json.loads(path.read_text(encoding="utf-8")):
-            kind = str(item.get("question_type"))
-            split_of[str(item["question_id"])] = lme_split(path.name, counts[kind])
-            counts[kind] += 1
-    options = harness.EvalOptions(
-        systems=("ramem", "content"), ks=(1, 5, 10), ablations=tuple(variants)
-    )
-    harness.evaluate_longmemeval(
-        files, OUT / "lme", options, embedder=_embedder(), progress=_progress("LongMemEval")
-    )
-    rows = [json.loads(line) for line in (OUT / "lme" / "questions.jsonl").open()]
-    for r in rows:
-        r["_key"] = r["question_id"]
-    measures = {
-        "turn@1": lambda r: r["turn"]["1"]["recall_any"],
-        "turn@5": lambda r: r["turn"]["5"]["recall_any"],
-        "turn@10": lambda r: r["turn"]["10"]["recall_any"],
-        "session@5": lambda r: r["session"]["5"]["recall_any"],
-    }
-    runs = ("ramem", "content", *variants)
-    out = {}
-    for split in ("choose", "report", "all"):
-        part = [r for r in rows if split in ("all", split_of[r["question_id"]])]
-        out[split] = _table(part, runs, measures, lambda r: r["question_type"])
-    return out
-
-
-def _progress(name: str) -> Callable[[int, int], None]:
-    def show(done: int, total: int) -> None:
-        if done == total or done % 25 == 0:
-            print(f"  {name}: {done}/{total} questions", flush=True)
-
-    return show
-
-
-def _print(title: str, table: dict[str, Any], runs: Sequence[str]) -> None:
-    print(f"\n== {title}")
-    for split, groups in table.items():
-        for group, cell in groups.items():
-            if split != "all" and group != "all":
-                continue
-            for measure, values in cell.items():
-                if measure == "n":
-                    continue
-                line = "  ".join(f"{run} {values[run]:.3f}" for run in runs)
-                deltas = "  ".join(
-                    "{}-ramem {:+.3f} [{:+.3f},{:+.3f}]".format(run, *values[f"{run} - ramem"])
-                    for run in runs
-                    if run not in ("ramem", "content")
-                )
-                print(f"{split:7} {group:27} n={cell['n']:4} {measure:9} {line}  {deltas}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="comma-separated variant names")
     args = parser.parse_args()
-    if not (DATA / "locomo_dev.json").exists():
-        print(f"skipped: {DATA} has no dev data")
+    if not (bench_splits.DATA / "locomo_dev.json").exists():
+        print(f"skipped: {bench_splits.DATA} has no dev data")
         return
-    variants = args.only.split(",") if args.only else list(VARIANTS)
-    harness.ABLATIONS.update({name: VARIANTS[name] for name in variants})
+    known = variants()
+    names = args.only.split(",") if args.only else list(known)
+    harness.ABLATIONS.update({name: known[name] for name in names})
+    bench_splits.OUT = ROOT / "results" / "tune_stating"
     result: dict[str, Any] = {"command": "python " + " ".join(sys.argv)}
-    result["locomo"] = locomo(variants)
-    result["longmemeval"] = longmemeval(variants)
-    runs = ("ramem", "content", *variants)
-    _print("LoCoMo dev", result["locomo"], runs)
-    _print("LongMemEval_S dev30+dev60+dev120", result["longmemeval"], runs)
+    result["locomo"] = bench_splits.locomo(names)
+    result["longmemeval"] = bench_splits.longmemeval(names)
+    runs = ("ramem", "content", *names)
+    bench_splits._print("LoCoMo dev", result["locomo"], runs)
+    bench_splits._print("LongMemEval_S dev30+dev60+dev120", result["longmemeval"], runs)
     RESULT.write_text(json.dumps(result, indent=1))
     print(f"wrote {RESULT}")
 
