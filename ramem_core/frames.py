@@ -238,6 +238,7 @@ class RuleFrameInducer:
     def induce(self, query: str, context: FrameContext) -> RecallFrame:
         """Split ``query`` into its need and a frame grounded against ``context``."""
         participants = tuple(mentioned_names(query, context.participants))
+        speakers = named_speakers(query, context)
         times: list[TimeConstraint] = []
         removed: list[tuple[int, int]] = []
 
@@ -255,7 +256,7 @@ class RuleFrameInducer:
                 )
             )
         elif relation is not None:
-            constraint = self._relation(relation, context, named_speakers(query, context))
+            constraint = self._relation(relation, context, speakers)
             if constraint is not None:
                 times.append(constraint)
                 if constraint.grounded:
@@ -266,7 +267,7 @@ class RuleFrameInducer:
         for asked in ordinals(query)[:1]:
             if relation is not None and relation.start() <= asked.start < relation.end():
                 continue  # "after his second tournament": the relation's anchor, handled above
-            times.append(self._ordinal(asked, named_speakers(query, context), context))
+            times.append(self._ordinal(asked, speakers, context))
 
         found = resolve_all(query, context.now or datetime.min)
         for start, end, text, resolved in found:

@@ -2,7 +2,8 @@
 
 Content ranking (always): a dense and a lexical ranking over the memories' *episodic keys*
 (:mod:`ramem_core.episodic`: neighbour turns, session date and the session's own rank
-reinstate the episode where memories are found), fused by reciprocal rank.
+reinstate the episode where memories are found), fused by reciprocal rank; a learned fusion
+(:class:`Fusion`) then re-ranks the best statements by the signals that fusion computed.
 
 The recall frame only ever adds: when it is grounded, the memories that satisfy it (Chroma
 ``where`` filters on the episodic metadata, evaluated as the same mask over the snapshot) move
@@ -616,10 +617,16 @@ class Retriever:
         fitted on (``benchmarks/fit_fusion.py``)."""
         probe = self.probe(snap, frame.query)
         ranking = self._content(snap, frame, probe, bool(snap.derived.any()))
+        return self._fusion_inputs(snap, frame, ranking, probe.cosines, fusion)
+
+    def _fusion_inputs(
+        self, snap: Snapshot, frame: RecallFrame, ranking: Ranking, cosines: Scores, fusion: Fusion
+    ) -> tuple[list[int], npt.NDArray[np.float64]]:
+        """The rows ``fusion`` re-ranks in ``ranking`` and their features: statements only
+        (it was fitted on them; questions and replies keep their places)."""
         rows = fusion.rows(ranking, ~snap.derived)
-        return rows, fusion_features(
-            ranking, rows, snap, probe.cosines, self._when(frame), self.config.rrf_k
-        )
+        when = self._when(frame)
+        return rows, fusion_features(ranking, rows, snap, cosines, when, self.config.rrf_k)
 
     # ------------------------------------------------------------------ the final list
 
@@ -654,9 +661,7 @@ class Retriever:
         yielding = last and bool(snap.derived.any())
         ranking = self._content(snap, frame, probe, yielding)
         if cfg.fusion is not None:
-            # statements only: it was fitted on them; questions and replies keep their places
-            rows = cfg.fusion.rows(ranking, ~snap.derived)
-            features = fusion_features(ranking, rows, snap, cosines, self._when(frame), cfg.rrf_k)
+            rows, features = self._fusion_inputs(snap, frame, ranking, cosines, cfg.fusion)
             ranking = _reranked(ranking, rows, features @ np.asarray(cfg.fusion.weights))
         width = max(k, cfg.validity_pool)
         if yielding:
@@ -812,9 +817,9 @@ def fusion_features(
     n, scale = len(at), float(rrf_k + 1)
     zero = np.zeros(n)
 
-    def part(name: str) -> npt.NDArray[np.float64]:
+    def part(name: str, factor: float = scale) -> npt.NDArray[np.float64]:
         values = ranking.parts.get(name)
-        return zero if values is None else np.asarray(values[at], dtype=np.float64) * scale
+        return zero if values is None else np.asarray(values[at], dtype=np.float64) * factor
 
     lexical = zero if ranking.lexical is None else np.asarray(ranking.lexical[at], np.float64)
     dense_raw = zero if ranking.dense is None else np.asarray(ranking.dense[at], np.float64) / 2
@@ -827,7 +832,7 @@ def fusion_features(
         dense,
         lexical_rank,
         part("session"),
-        part("speaker") / scale,
+        part("speaker", 1.0),
         own_dense,
         own_lexical,
         np.asarray(cosines[at], dtype=np.float64),
