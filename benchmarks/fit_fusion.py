@@ -14,7 +14,10 @@ cross-validation on the choose part (LoCoMo folds by conversation, LongMemEval b
 Prints and writes ``benchmarks/results/fit_fusion.json``: the cross-validated figures of the
 fixed and the learned order over the candidates (before the validity stage) for each candidate
 shape (:data:`OWN_GRID`: how many of the best by own content join) and L2, the chosen pair and
-the weights to paste into ``LEARNED_FUSION``. The report parts are measured with the whole
+the weights by feature name. It also writes them, with the chosen candidate shape, to
+``ramem_core/_data/fusion.json``, the file :data:`~ramem_core.retrieval.LEARNED_FUSION` is
+loaded from by name (``--from-result`` rewrites that file from the result file without
+refitting). The report parts are measured with the whole
 pipeline by ``python benchmarks/bench_splits.py --ablate no-fusion``, not here. Skips cleanly
 without the dev data.
 """
@@ -41,10 +44,12 @@ from ramem_core.evaluation import harness, metrics  # noqa: E402
 from ramem_core.loaders import locomo_conversation, longmemeval_conversation  # noqa: E402
 from ramem_core.memory import RaMem  # noqa: E402
 from ramem_core.retrieval import FUSION_FEATURES, Fusion, RetrievalConfig  # noqa: E402
+from ramem_core.retrieval.fusion import FUSION_FILE, matrix  # noqa: E402
 from ramem_core.temporal import parse_timestamp  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 RESULT = ROOT / "benchmarks" / "results" / "fit_fusion.json"
+DATA_FILE = ROOT / "ramem_core" / "_data" / FUSION_FILE
 CANDIDATES = 50
 OWN_GRID = (0, 20)
 L2_GRID = (0.001, 0.01, 0.1)
@@ -66,8 +71,9 @@ def _candidates(
 ) -> Any:
     snap = memory.snapshots.get(namespace)
     frame = memory.frame(query, at=at, namespace=namespace)
-    shape = Fusion((0.0,) * len(FUSION_FEATURES), CANDIDATES, own)
-    rows, features = memory.retriever.fusion_candidates(snap, frame, shape)
+    shape = Fusion(dict.fromkeys(FUSION_FEATURES, 0.0), CANDIDATES, own)
+    rows, named = memory.retriever.fusion_candidates(snap, frame, shape)
+    features = matrix(named)
     evidence = np.array([bool(set(snap.unit(r).source_ids) & gold) for r in rows], dtype=bool)
     return features, evidence
 
@@ -169,7 +175,26 @@ def _score(table: dict[str, float]) -> float:
     return sum(table[k] for k in keys) / len(keys)
 
 
+def write_data(result: dict[str, Any]) -> None:
+    """Write the fitted weights, by name, and the chosen candidate shape to
+    ``ramem_core/_data/fusion.json`` (checked by loading it as a :class:`Fusion`)."""
+    data = {
+        "weights": result["weights"],
+        "candidates": CANDIDATES,
+        "own_candidates": result["chosen"]["own_candidates"],
+        "chosen": result["chosen"],
+        "fitted_by": result["command"],
+        "result": "benchmarks/results/fit_fusion.json",
+    }
+    Fusion.from_dict(data)  # a missing or unknown feature name is an error here, not at import
+    DATA_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {DATA_FILE}")
+
+
 def main() -> None:
+    if "--from-result" in sys.argv:
+        write_data(json.loads(RESULT.read_text(encoding="utf-8")))
+        return
     if not (DATA / "locomo_dev.json").exists():
         print(f"skipped: {DATA} has no dev data")
         return
@@ -205,6 +230,7 @@ def main() -> None:
     print(tuple(round(float(w), 4) for w in weights))
     RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {RESULT}")
+    write_data(result)
 
 
 if __name__ == "__main__":

@@ -322,7 +322,7 @@ class RuleFrameInducer:
                 for y in range(memory.start.year - 1, memory.end.year + 1)
                 if (s := _with_year(span, y)) is not None and s.overlaps(memory)
             ]
-            covered = [s for s in candidates if context.covers(s)]
+            covered = [s for s in candidates if context.memory.covers(s)]
             if covered:
                 candidates = covered
             past = [s for s in candidates if s.start <= context.now]
@@ -367,7 +367,7 @@ class RuleFrameInducer:
         memory = context.memory_range
         assert memory is not None
         placed: dict[int, tuple[TimeSpan, MemoryUnit]] = {}
-        for ordinal, unit in context.stated(asked, speakers):
+        for ordinal, unit in context.memory.stated(asked, speakers):
             span = unit.context.event_time or unit.context.session_span
             if span is not None and (
                 ordinal.number not in placed or span.start < placed[ordinal.number][0].start
@@ -422,7 +422,7 @@ class RuleFrameInducer:
             anchor = anchor if anchor_id is not None else None
             source = "event found in memory by its ordinal"
         else:
-            unit = context.locate(anchor_text)
+            unit = context.memory.locate(anchor_text)
             anchor = None if unit is None else unit.context.event_time or unit.context.session_span
             anchor_id = None if unit is None else unit.id
             source = "event found in memory"

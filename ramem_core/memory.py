@@ -26,16 +26,15 @@ from ramem_core.protocols import (
     LLM,
     Anchorer,
     Embedder,
-    FrameContext,
     FrameInducer,
     Store,
     TokenCounter,
 )
-from ramem_core.retrieval import Probe, RetrievalConfig, Retriever
+from ramem_core.retrieval import RetrievalConfig, Retriever
 from ramem_core.store.cache import DEFAULT_CACHE_BYTES, SnapshotCache
 from ramem_core.store.chroma import ChromaStore, check_namespace
 from ramem_core.store.files import MIN_MEMORIES, SnapshotFiles
-from ramem_core.store.snapshot import SessionState, Snapshot
+from ramem_core.store.snapshot import SessionState
 from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget, strip_echo
 from ramem_core.types import (
     DEFAULT_K,
@@ -734,24 +733,7 @@ class RaMem:
         query = check_query(query)
         moment = check_moment(at, "at") if at is not None else None
         snap = self.snapshots.get(self._known(namespace))
-        return self._frame(query, snap, self.retriever.probe(snap, query), moment)
-
-    def _frame(
-        self, query: str, snap: Snapshot, probe: Probe, moment: datetime | None
-    ) -> RecallFrame:
-        """The frame of ``query`` against one snapshot (the one its ranking will use);
-        ``moment``: the query's checked time, else the end of the snapshot's last session."""
-        context = FrameContext(
-            now=moment if moment is not None else snap.last_session_end,
-            memory_range=snap.time_range,
-            # a person who speaks in every session cannot tell one episode from another
-            participants=tuple(n for n in snap.names if n not in snap.ubiquitous),
-            speakers=tuple(snap.index.speakers),
-            locate=lambda phrase: self.retriever.locate(snap, phrase, probe),
-            covers=snap.covers,
-            stated=lambda ordinal, people: self.retriever.stated(snap, ordinal, people),
-        )
-        return self.inducer.induce(query, context)
+        return self.retriever.frame(self.retriever.probe(snap, query), self.inducer, at=moment)
 
     def recall(
         self,
@@ -786,9 +768,7 @@ class RaMem:
         query = check_query(query)
         moment = check_moment(at, "at") if at is not None else None
         snap = self.snapshots.get(self._known(namespace))
-        probe = self.retriever.probe(snap, query)
-        frame = self._frame(query, snap, probe, moment)
-        return Recall(frame, tuple(self.retriever.retrieve(snap, frame, k, probe)))
+        return self.retriever.recall(snap, query, self.inducer, k, at=moment)
 
     def _known(self, namespace: str | None) -> str:
         """The namespace to read, if it exists; reads never create one."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +43,46 @@ class Anchorer(Protocol):
         ...
 
 
+@runtime_checkable
+class MemoryLookup(Protocol):
+    """What stage 2 may ask of memory while it grounds a question (one per question, over
+    the snapshot its ranking reads: :class:`~ramem_core.retrieval.lookup.SnapshotLookup`)."""
+
+    def locate(self, phrase: str) -> MemoryUnit | None:
+        """The memory that names an anchor event ("the trip"), or ``None`` when unsure; its
+        event time (else its session span) anchors the relation."""
+        ...
+
+    def covers(self, span: TimeSpan) -> bool:
+        """True when some memory was said or happened within ``span`` (so "in August" means
+        the August memory actually covers)."""
+        ...
+
+    def stated(
+        self, asked: Ordinal, speakers: Sequence[str] = ()
+    ) -> Sequence[tuple[Ordinal, MemoryUnit]]:
+        """The memories that state an ordinal of the kind ``asked`` counts ("my second
+        tournament" for "the third tourney"), with the ordinal each states; ``speakers``,
+        when not empty, names the people whose statements count."""
+        ...
+
+
+class NoLookup:
+    """A :class:`MemoryLookup` of a memory that knows nothing: no anchor is found, every span
+    is covered, nothing is stated (what a frame inducer sees without a memory)."""
+
+    def locate(self, phrase: str) -> MemoryUnit | None:
+        return None
+
+    def covers(self, span: TimeSpan) -> bool:
+        return True
+
+    def stated(
+        self, asked: Ordinal, speakers: Sequence[str] = ()
+    ) -> Sequence[tuple[Ordinal, MemoryUnit]]:
+        return ()
+
+
 @dataclass(frozen=True, slots=True)
 class FrameContext:
     """What a frame inducer may know about the memory when it grounds a query.
@@ -52,25 +92,15 @@ class FrameContext:
         memory_range: earliest to latest time the memory knows about (sessions and events);
             ``None`` for an empty memory.
         participants: names known to the memory (speakers and named participants).
-        locate: finds the memory that names an anchor event ("the trip"), or ``None`` when
-            unsure; its event time (else its session span) anchors the relation.
-        covers: True when some memory was said or happened within a span (so "in August"
-            means the August memory actually covers).
         speakers: names of the people who speak in the memory.
-        stated: the memories that state an ordinal of the kind an asked one counts ("my
-            second tournament" for "the third tourney"), with the ordinal each states; the
-            second argument, when not empty, names the people whose statements count.
+        memory: what the inducer may ask of the memory (anchors, coverage, stated ordinals).
     """
 
     now: datetime | None
     memory_range: TimeSpan | None
     participants: tuple[str, ...] = ()
     speakers: tuple[str, ...] = ()
-    locate: Callable[[str], MemoryUnit | None] = field(default=lambda _phrase: None)
-    covers: Callable[[TimeSpan], bool] = field(default=lambda _span: True)
-    stated: Callable[[Ordinal, tuple[str, ...]], Sequence[tuple[Ordinal, MemoryUnit]]] = field(
-        default=lambda _ordinal, _people: ()
-    )
+    memory: MemoryLookup = field(default_factory=NoLookup)
 
 
 @runtime_checkable

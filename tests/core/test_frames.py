@@ -16,6 +16,7 @@ from ramem_core import (
     RuleFrameInducer,
     TimeSpan,
 )
+from ramem_core.testing import FakeLookup
 
 NOW = datetime(2023, 11, 20, 19, 15)  # end of the last session
 RANGE = TimeSpan(datetime(2023, 2, 10, 19, 5), NOW, Granularity.INSTANT)
@@ -27,7 +28,9 @@ def locate(phrase: str) -> MemoryUnit | None:
     return MARATHON if "marathon" in phrase else None
 
 
-CTX = FrameContext(now=NOW, memory_range=RANGE, participants=("Alice", "Ben"), locate=locate)
+CTX = FrameContext(
+    now=NOW, memory_range=RANGE, participants=("Alice", "Ben"), memory=FakeLookup(locate=locate)
+)
 
 
 def induce(query: str, context: FrameContext = CTX):
@@ -153,9 +156,11 @@ def _covering(*months: int) -> FrameContext:
     return FrameContext(
         now=NOW,
         memory_range=wide,
-        covers=lambda span: any(
-            span.overlaps(TimeSpan(datetime(y, m, 1), datetime(y, m, 28), Granularity.DAY))
-            for y, m in [divmod(x, 100) for x in months]
+        memory=FakeLookup(
+            covers=lambda span: any(
+                span.overlaps(TimeSpan(datetime(y, m, 1), datetime(y, m, 28), Granularity.DAY))
+                for y, m in [divmod(x, 100) for x in months]
+            )
         ),
     )
 
@@ -303,7 +308,9 @@ def test_frames_at_the_ends_of_the_calendar_ground_nothing_and_never_raise(
 ) -> None:
     day = TimeSpan(datetime(year, 1, 1), datetime(year, 12, 30, 23), Granularity.INSTANT)
     marathon = MemoryUnit("m", "Ben: the marathon", EpisodicContext("S", "c", day))
-    context = FrameContext(now=day.end, memory_range=day, locate=lambda _phrase: marathon)
+    context = FrameContext(
+        now=day.end, memory_range=day, memory=FakeLookup(locate=lambda _phrase: marathon)
+    )
     frame = induce(query, context)
     assert all(t.window is None or t.window.overlaps(day) for t in frame.grounded_times)
 

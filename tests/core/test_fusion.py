@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from ramem_core import Conversation, Kind, RaMem, RetrievalConfig, Session, Turn
 from ramem_core.errors import InvalidInputError
-from ramem_core.retrieval import FUSION_FEATURES, LEARNED_FUSION, Fusion
+from ramem_core.retrieval import FUSION_FEATURES, LEARNED_FUSION, Fusion, load_fusion
 from ramem_core.testing import WordCounter
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _baking(memory: RaMem) -> None:
@@ -44,9 +48,9 @@ def test_the_learned_fusion_puts_the_stating_turn_above_its_neighbours(memory: R
 
 
 def _one(feature: str, sign: float = 1.0) -> Fusion:
-    weights = [0.0] * len(FUSION_FEATURES)
-    weights[FUSION_FEATURES.index(feature)] = sign
-    return Fusion(tuple(weights))
+    weights = dict.fromkeys(FUSION_FEATURES, 0.0)
+    weights[feature] = sign
+    return Fusion(weights)
 
 
 def test_a_fusion_reorders_statements_in_their_own_places(memory: RaMem) -> None:
@@ -80,9 +84,14 @@ def test_a_fusion_reorders_statements_in_their_own_places(memory: RaMem) -> None
     assert reversed_ == statements[::-1]
 
 
-def test_a_fusion_needs_one_weight_per_feature() -> None:
-    with pytest.raises(InvalidInputError, match="weights"):
-        Fusion((1.0, 2.0))
+def test_a_fusion_needs_one_weight_per_feature_by_name() -> None:
+    with pytest.raises(InvalidInputError, match="map feature names"):
+        Fusion((1.0, 2.0))  # type: ignore[arg-type]  # weights by position are refused
+    missing = {n: w for n, w in LEARNED_FUSION.weights.items() if n != "timed"}
+    with pytest.raises(InvalidInputError, match=r"missing \['timed'\]"):
+        Fusion(missing)
+    with pytest.raises(InvalidInputError, match=r"unknown \['recency'\]"):
+        Fusion({**LEARNED_FUSION.weights, "recency": 1.0})
     with pytest.raises(InvalidInputError, match="candidates"):
         Fusion(LEARNED_FUSION.weights, candidates=0)
     with pytest.raises(InvalidInputError, match="own_candidates"):
@@ -100,3 +109,31 @@ def test_the_best_by_own_content_join_the_candidates(memory: RaMem) -> None:
     own = _one("own_lexical")
     assert first(replace(own, candidates=1)) == ("S:2",)  # one candidate: nothing to reorder
     assert first(replace(own, candidates=1, own_candidates=1)) == ("S:3",)
+
+
+def test_the_learned_fusion_is_the_fitted_weights_by_name() -> None:
+    """``LEARNED_FUSION`` is loaded by feature name from the file ``fit_fusion.py`` writes,
+    and holds the weights and candidate shape of the fit's result file."""
+    result = json.loads((ROOT / "benchmarks" / "results" / "fit_fusion.json").read_text())
+    assert dict(LEARNED_FUSION.weights) == result["weights"]
+    assert LEARNED_FUSION.own_candidates == result["chosen"]["own_candidates"]
+    assert load_fusion() == LEARNED_FUSION
+
+
+def test_a_fusion_file_with_a_missing_feature_is_refused(tmp_path: Path) -> None:
+    data = {"weights": {"dense": 1.0}, "candidates": 50}
+    with pytest.raises(InvalidInputError, match="missing"):
+        Fusion.from_dict(data)
+
+
+def test_features_are_named_columns_one_value_per_candidate(memory: RaMem) -> None:
+    _baking(memory)
+    snap = memory.snapshots.get(memory.namespace)
+    query = "How many eggs did Alice use in her grandmother's lemon cake recipe?"
+    rows, features = memory.retriever.fusion_candidates(snap, memory.frame(query), LEARNED_FUSION)
+    assert list(features) == list(FUSION_FEATURES)
+    assert all(len(column) == len(rows) for column in features.values())
+    # a product column is its parts' product, by name
+    assert features["own_lexical_long"] == pytest.approx(
+        features["own_lexical"] * features["length"]
+    )

@@ -22,6 +22,7 @@ from ramem_core import (
     Turn,
 )
 from ramem_core.ordinals import Ordinal, ordinals, same_kind
+from ramem_core.testing import FakeLookup
 
 NOW = datetime(2023, 6, 30)
 RANGE = TimeSpan(datetime(2023, 1, 1), NOW, Granularity.INSTANT)
@@ -70,10 +71,10 @@ def _statement(uid: str, text: str, day: datetime, event: TimeSpan | None = None
 
 
 def _context(statements: Sequence[MemoryUnit]) -> FrameContext:
-    def stated(asked: Ordinal, _people: tuple[str, ...]) -> list[tuple[Ordinal, MemoryUnit]]:
+    def stated(asked: Ordinal, _people: Sequence[str]) -> list[tuple[Ordinal, MemoryUnit]]:
         return [(o, u) for u in statements for o in ordinals(u.content) if same_kind(asked, o)]
 
-    return FrameContext(now=NOW, memory_range=RANGE, stated=stated)
+    return FrameContext(now=NOW, memory_range=RANGE, memory=FakeLookup(stated=stated))
 
 
 LAST_WEEK = TimeSpan(datetime(2023, 2, 1), datetime(2023, 2, 5, 23), Granularity.WEEK)

@@ -30,7 +30,6 @@ from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.retrieval import (
     CONTENT_ONLY,
-    FUSION_FEATURES,
     LEARNED_FUSION,
     Conditions,
     mostly_within,
@@ -609,17 +608,17 @@ def test_an_anchor_event_is_located_only_when_dense_and_lexical_agree(tmp_path: 
     store = ChromaStore.persistent(tmp_path / "db", SynonymEmbedder())
     memory = RaMem(store, counter=WordCounter())
     memory.add_conversation(two_trips())
-    found = memory.retriever.locate(memory.snapshots.get("default"), "grilled sardines")
+    found = memory.retriever.lookup(memory.snapshots.get("default")).locate("grilled sardines")
     assert found is not None
     assert found.source_ids == ("S2:1",)
     # dense similarity alone (no word in common) is not enough
     assert memory.snapshots.get("default").index.lexical_scores("vacation").max() == 0
-    assert memory.retriever.locate(memory.snapshots.get("default"), "vacation") is None
+    assert memory.retriever.lookup(memory.snapshots.get("default")).locate("vacation") is None
     # nor is one shared word in a long phrase: the best match is lexically supported (top
     # three) but not similar enough
     phrase = "holiday zebra quartz violin mango"
     assert memory.snapshots.get("default").index.lexical_scores(phrase).max() > 0
-    assert memory.retriever.locate(memory.snapshots.get("default"), phrase) is None
+    assert memory.retriever.lookup(memory.snapshots.get("default")).locate(phrase) is None
 
 
 def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem) -> None:
@@ -661,13 +660,12 @@ def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem)
     assert first(frame_off, "When did Ana move to Lisbon?") != said_when  # part of the frame
     # the learned fusion reads "says when" only where the bonus would be given
     snap = memory.snapshots.get(memory.namespace)
-    timed = FUSION_FEATURES.index("timed")
     fusion = replace(LEARNED_FUSION, candidates=5)
 
     def says_when(config: RetrievalConfig, query: str) -> list[float]:
         retriever = RaMem(memory.store, config=config).retriever
         rows, features = retriever.fusion_candidates(snap, memory.frame(query), fusion)
-        return [features[rows.index(snap.position[u.id]), timed] for u in snap.units]
+        return [features["timed"][rows.index(snap.position[u.id])] for u in snap.units]
 
     assert sorted(says_when(RetrievalConfig(), "When did Ana move to Lisbon?")) == [0.0, 1.0]
     for config, query in [
@@ -708,13 +706,13 @@ def test_a_relation_question_passes_over_the_vectors_once(
     """The anchor is sought among the question's nearest memories, whose cosines retrieval
     then reuses: one pass over every memory's vector, not one for the anchor and one for the
     question."""
-    from ramem_core import retrieval
     from ramem_core.episodic import EpisodicIndex
+    from ramem_core.retrieval import lookup
 
     memory.add_conversation(two_trips())
     query = "What did Alice do after the Lisbon holiday?"
     everywhere = memory.frame(query)  # a namespace smaller than the bound: a full search
-    monkeypatch.setattr(retrieval, "ANCHOR_CANDIDATES", 2)
+    monkeypatch.setattr(lookup, "ANCHOR_CANDIDATES", 2)
     memory.retriever.embedder.forget()  # type: ignore[attr-defined]
     passes: list[int] = []
     cosines = EpisodicIndex.cosines
@@ -767,7 +765,7 @@ def _locate_among(contents: list[str], best: int, monkeypatch: pytest.MonkeyPatc
     ]
     snap = Snapshot(units, vectors)
     embedder = PinnedEmbedder({"kiln": np.eye(1, dimension, dtype=np.float32)[0]})
-    found = Retriever(embedder).locate(snap, "kiln")
+    found = Retriever(embedder).lookup(snap).locate("kiln")
     return None if found is None else found.id
 
 

@@ -1,0 +1,117 @@
+"""The switches of the retrieval stage, one line each, with where each value was chosen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
+from ramem_core.errors import InvalidInputError
+from ramem_core.retrieval.fusion import LEARNED_FUSION, Fusion
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    """Switches of the retrieval stage (the evaluation's ablations are settings of this).
+
+    The tuned values were chosen on LoCoMo conv-26/30/41 and LongMemEval_S dev30 by
+    ``benchmarks/tune_retrieval.py`` (grids in ``benchmarks/results/tune_retrieval.json``,
+    history in ``benchmarks/results/TUNING.md``).
+
+    Attributes:
+        keys: the episodic keys memories are found by (:data:`CONTENT_KEYS` for none).
+        rrf_k: the reciprocal-rank-fusion constant.
+        depth: rows ranked exactly in each list; the rest share the tail rank.
+        dense: use dense (embedding) retrieval.
+        lexical: use BM25 (and the session documents).
+        context_ranking: move frame-consistent memories ahead inside the relevant pool.
+        session_context: let a memory's session span stand in for an unknown event time.
+        validity_pool: how many of the content ranking's best memories form the relevant
+            pool in which frame-consistent ones move ahead (grid ``validity_pool``).
+        window_padding: a frame's time windows are widened by this much on each side for
+            ranking (LongMemEval's reference implementation pads by two days).
+        anchor_min_similarity: cosine needed to accept a memory as a relation's anchor event.
+        time_weight: when the frame asks *when* (:attr:`RecallFrame.asks_when`), memories
+            that say when (an event time or a mentioned time) gain
+            ``time_weight / (rrf_k + 1)``; part of the frame, off with ``context_ranking``
+            (grid ``time_weight``).
+        window_slots: when the frame has a time window, this many of the window's best
+            memories *below* the relevant pool join the frame-consistent ones ahead: the
+            filtered search of the paper's stage 3, kept small so that a wide or wrong window
+            cannot fill the list (grid ``window_slots``).
+        anchor_side_slots: the first this many places of the list go to memories that are
+            not on a before/after relation's anchor side (their event, else their session,
+            ends before an "after" window opens or starts after a "before" window closes: the
+            trip itself for "after the trip"), when the relevant pool holds such memories; the
+            others keep their order after them, and none leaves the pool. 0 turns it off.
+            Chosen on LoCoMo dev conv-26/30/41 (``benchmarks/results/tune_anchor_side.json``).
+        exclude_anchor: keep a before/after relation's anchor out of the relation's window
+            when ranking: no padding on the anchor's side, and the anchor memory's session
+            is not inside ("after the trip" is not the trip). Off: on LoCoMo dev it cost
+            R@10 0.777 -> 0.772 and D@1 0.268 -> 0.278 (``benchmarks/results/TUNING.md``).
+            The "why valid" labels never count the padding or the anchor's session either
+            way.
+        derived_last: a question or an assistant's reply (:class:`~ramem_core.types.Kind`)
+            never outranks a statement in the list that it restates or asks about: one whose
+            vector's cosine with its own is at least this; it moves to just after that
+            statement. ``None`` turns it off. Not tuned (bulk-ingested conversations hold
+            statements only); 0.5 keeps a restatement or a question with its source, and
+            leaves a reply about something else where it ranked.
+        fusion: re-rank the content ranking's best memories by a learned fusion of its
+            signals (:class:`~ramem_core.retrieval.fusion.Fusion`; the default,
+            :data:`~ramem_core.retrieval.fusion.LEARNED_FUSION`, is loaded by name from
+            ``ramem_core/_data/fusion.json``) before the validity stage;
+            ``None``: the fixed fusion alone.
+        ordinals: let memories that state ordinals ("my second tournament") ground a
+            question about the Nth event of their kind ("his third tourney",
+            :mod:`ramem_core.ordinals`); off, such a question has no time constraint.
+        derived_yield: unless the frame asks about the dialogue with the agent
+            (:attr:`RecallFrame.asks_dialogue`), such a reply moves after every statement of
+            the list instead of just after its source, and so does every question: a
+            restatement or a question adds no evidence, so it takes no top place from a
+            statement that might be evidence (with ``derived_yield_all``, every reply too,
+            restating or not). Measured on the agent path, LoCoMo dev conv-26/30/41
+            (``benchmarks/results/bench_agent_path.json``).
+    """
+
+    keys: EpisodicKeys = field(default_factory=EpisodicKeys)
+    rrf_k: int = 60
+    depth: int = 1000
+    dense: bool = True
+    lexical: bool = True
+    context_ranking: bool = True
+    session_context: bool = True
+    validity_pool: int = 20
+    window_padding: timedelta = timedelta(days=2)
+    anchor_min_similarity: float = 0.35
+    time_weight: float = 0.5
+    window_slots: int = 2
+    derived_last: float | None = 0.5
+    derived_yield: bool = True
+    derived_yield_all: bool = False
+    anchor_side_slots: int = 3
+    exclude_anchor: bool = False
+    ordinals: bool = True
+    fusion: Fusion | None = LEARNED_FUSION
+
+    def __post_init__(self) -> None:
+        if not (self.dense or self.lexical):
+            msg = "retrieval needs dense or lexical retrieval switched on"
+            raise InvalidInputError(msg)
+        if self.time_weight < 0:
+            msg = f"time_weight must not be negative, got {self.time_weight}"
+            raise InvalidInputError(msg)
+        if self.validity_pool < 1 or self.depth < 1 or self.rrf_k < 0 or self.window_slots < 0:
+            msg = (
+                "validity_pool and depth must be positive, rrf_k and window_slots non-negative:"
+                f" {self}"
+            )
+            raise InvalidInputError(msg)
+        if self.window_padding < timedelta(0):
+            msg = f"window_padding must not be negative, got {self.window_padding}"
+            raise InvalidInputError(msg)
+
+
+CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False, fusion=None)
+"""Content-only retrieval (dense + BM25 on each memory's own content, no episodic context):
+the baseline RaMem improves on."""

@@ -1,0 +1,191 @@
+"""A learned fusion: the content ranking's best statements re-ranked by a linear score over
+the signals that ranking already computed, each a named column.
+
+The weights are data, keyed by feature name, written by ``benchmarks/fit_fusion.py`` to
+``ramem_core/_data/fusion.json`` and loaded by name (:func:`load_fusion`): a name missing from
+the file, or one the code does not compute, is an error, never a silent zero.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ramem_core.errors import InvalidInputError
+from ramem_core.retrieval.ranking import Ranking
+from ramem_core.store.bm25 import Scores
+from ramem_core.store.snapshot import Mask, Snapshot
+
+Column = npt.NDArray[np.float64]
+
+FUSION_FEATURES = (
+    "dense",
+    "lexical",
+    "session",
+    "speaker",
+    "own_dense",
+    "own_lexical",
+    "cosine",
+    "dense_raw",
+    "lexical_raw",
+    "length",
+    "own_dense_long",
+    "own_lexical_long",
+    "dense_long",
+    "lexical_long",
+    "timed",
+    "place",
+)
+"""What a learned fusion reads of each candidate, by name (:func:`fusion_features`)."""
+
+FUSION_FILE = "fusion.json"
+"""The file under ``ramem_core/_data/`` that ``benchmarks/fit_fusion.py`` writes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """A learned re-ranking of the content ranking's best statements: each one's score is the
+    sum of ``weights[name] * feature[name]``; they take their places again in that order.
+
+    Attributes:
+        weights: one per feature of :data:`FUSION_FEATURES`, by name (a missing or an unknown
+            name raises :class:`~ramem_core.errors.InvalidInputError`).
+        candidates: how many of the content ranking's best statements are re-ranked.
+        own_candidates: and how many of the best by their own content alone (own words and
+            own vector), wherever the episodic keys put them: a long turn that says it all in
+            a session about something else.
+    """
+
+    weights: Mapping[str, float]
+    candidates: int = 50
+    own_candidates: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.weights, Mapping):
+            msg = f"a fusion's weights map feature names to weights, got {self.weights!r}"
+            raise InvalidInputError(msg)
+        missing = [name for name in FUSION_FEATURES if name not in self.weights]
+        extra = sorted(set(self.weights) - set(FUSION_FEATURES))
+        if missing or extra:
+            msg = f"a fusion needs a weight for every feature: missing {missing}, unknown {extra}"
+            raise InvalidInputError(msg)
+        object.__setattr__(self, "weights", {n: float(self.weights[n]) for n in FUSION_FEATURES})
+        if self.candidates < 1 or self.own_candidates < 0:
+            msg = f"a fusion needs candidates >= 1 and own_candidates >= 0: {self}"
+            raise InvalidInputError(msg)
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.weights.items()), self.candidates, self.own_candidates))
+
+    @property
+    def vector(self) -> Column:
+        """The weights in :data:`FUSION_FEATURES` order (the columns of :func:`matrix`)."""
+        return np.asarray([self.weights[name] for name in FUSION_FEATURES], dtype=np.float64)
+
+    def rows(self, ranking: Ranking, statements: Mask) -> list[int]:
+        """The rows it re-ranks, in the content ranking's order."""
+        rows = ranking.top(self.candidates, among=statements)
+        own = [ranking.parts[p] for p in ("own_dense", "own_lexical") if p in ranking.parts]
+        if self.own_candidates and own:
+            alone = Ranking(np.where(statements, sum(own), -np.inf).astype(np.float32), None, None)
+            extra = set(alone.top(self.own_candidates)) - set(rows)
+            rows += sorted(extra, key=lambda row: (-ranking.fused[row], row))
+            rows.sort(key=lambda row: (-ranking.fused[row], row))
+        return rows
+
+    def scores(self, features: Mapping[str, Column]) -> Column:
+        """Each candidate's learned score."""
+        return matrix(features) @ self.vector
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Fusion:
+        """A fusion from the fields ``benchmarks/fit_fusion.py`` writes."""
+        return cls(
+            dict(data["weights"]),
+            candidates=int(data.get("candidates", 50)),
+            own_candidates=int(data.get("own_candidates", 0)),
+        )
+
+
+def load_fusion(name: str = FUSION_FILE) -> Fusion:
+    """The fusion stored in ``ramem_core/_data/<name>`` (written by ``fit_fusion.py``)."""
+    text = (
+        resources.files("ramem_core").joinpath("_data").joinpath(name).read_text(encoding="utf-8")
+    )
+    return Fusion.from_dict(json.loads(text))
+
+
+LEARNED_FUSION = load_fusion()
+"""Fitted on the choose parts only (LoCoMo conv-26/30/41, LongMemEval_S dev30 + dev120 even
+positions) by ``benchmarks/fit_fusion.py``: ``benchmarks/results/fit_fusion.json``."""
+
+
+def matrix(features: Mapping[str, Column]) -> npt.NDArray[np.float64]:
+    """The named columns stacked in :data:`FUSION_FEATURES` order, one row per candidate."""
+    columns = [features[name] for name in FUSION_FEATURES]
+    n = len(columns[0])
+    return np.stack(columns, axis=1) if n else np.zeros((0, len(columns)))
+
+
+def fusion_features(
+    ranking: Ranking,
+    rows: Sequence[int],
+    snap: Snapshot,
+    cosines: Scores,
+    asks_when: bool,
+    rrf_k: int,
+) -> dict[str, Column]:
+    """The :data:`FUSION_FEATURES` of the memories at ``rows`` (the content ranking's best,
+    best first), by name: every signal's reciprocal rank scaled to (0, 1], the raw cosines and
+    BM25 (scaled by the candidates' best), the own words' count (log, scaled) and its products
+    with the rank signals (long, self-contained memories may trust their own content more),
+    whether the memory says when for a question asking when, and its place."""
+    at = np.asarray(rows, dtype=np.int64)
+    n, scale = len(at), float(rrf_k + 1)
+    zero = np.zeros(n)
+
+    def part(name: str, factor: float = scale) -> Column:
+        values = ranking.parts.get(name)
+        return zero if values is None else np.asarray(values[at], dtype=np.float64) * factor
+
+    lexical = zero if ranking.lexical is None else np.asarray(ranking.lexical[at], np.float64)
+    counts = snap.index.own_counts
+    length = np.log1p([sum(counts[int(r)].values()) for r in at]) / np.log1p(100.0)
+    out = {
+        "dense": part("dense"),
+        "lexical": part("lexical"),
+        "session": part("session"),
+        "speaker": part("speaker", 1.0),
+        "own_dense": part("own_dense"),
+        "own_lexical": part("own_lexical"),
+        "cosine": np.asarray(cosines[at], dtype=np.float64),
+        "dense_raw": (
+            zero if ranking.dense is None else np.asarray(ranking.dense[at], np.float64) / 2
+        ),
+        "lexical_raw": lexical / lexical.max() if n and lexical.max() > 0 else zero,
+        "length": np.asarray(length, dtype=np.float64),
+    }
+    for name in ("own_dense", "own_lexical", "dense", "lexical"):
+        out[f"{name}_long"] = out[name] * out["length"]
+    out["timed"] = np.asarray(snap.timed[at], dtype=np.float64) if asks_when else zero
+    out["place"] = scale / (scale + np.arange(n))
+    return out
+
+
+def reranked(ranking: Ranking, rows: Sequence[int], learned: Column) -> Ranking:
+    """``ranking`` with the memories at ``rows`` reordered by their ``learned`` scores among
+    their own fused scores: the places they held are theirs again, best learned first, and
+    every other memory (a recorded question or reply, one below the candidates) keeps its
+    place and score."""
+    if len(rows) < 2:
+        return ranking
+    at = np.asarray(rows, dtype=np.int64)
+    fused = ranking.fused.copy()
+    fused[at[np.argsort(-learned, kind="stable")]] = np.sort(fused[at])[::-1]
+    return replace(ranking, fused=fused)

@@ -1,0 +1,112 @@
+"""What stage 2 may ask of memory while it grounds a question: where an anchor event was
+said, whether memory covers a span, which memories state an ordinal.
+
+One :class:`SnapshotLookup` is made per question, over the snapshot the ranking will read and
+the question's :class:`~ramem_core.retrieval.ranking.Probe`, and handed to the frame inducer
+in its :class:`~ramem_core.protocols.FrameContext`: stage 2 never calls back into the facade
+or the retriever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ramem_core.ordinals import ORDINAL_WORDS, Ordinal, ordinals, same_kind
+from ramem_core.protocols import Embedder
+from ramem_core.retrieval.ranking import Probe
+from ramem_core.store.snapshot import Snapshot
+from ramem_core.types import Kind, MemoryUnit, TimeSpan
+
+ANCHOR_CANDIDATES = 1000
+"""A relation's anchor event is sought among the question's most similar memories (and the
+phrase's best lexical matches), not in a second pass over every memory (see
+:meth:`SnapshotLookup.locate`). Not tuned: the dev namespaces (300-700 memories) are below it;
+what smaller values changed is in ``benchmarks/results/TUNING.md``."""
+
+
+class SnapshotLookup:
+    """The :class:`~ramem_core.protocols.MemoryLookup` of one snapshot for one question.
+
+    Args:
+        snap: the snapshot the question's ranking reads.
+        embedder: embeds anchor phrases (with the question, in one call).
+        probe: the question against ``snap``, or ``None`` (anchors are then sought among
+            every memory).
+        min_similarity: cosine needed to accept a memory as an anchor
+            (:attr:`RetrievalConfig.anchor_min_similarity`).
+        ordinals: whether stated ordinals count (:attr:`RetrievalConfig.ordinals`).
+    """
+
+    def __init__(
+        self,
+        snap: Snapshot,
+        embedder: Embedder,
+        probe: Probe | None = None,
+        *,
+        min_similarity: float = 0.35,
+        ordinals: bool = True,
+    ) -> None:
+        self.snap = snap
+        self.embedder = embedder
+        self.probe = probe
+        self.min_similarity = min_similarity
+        self.ordinals = ordinals
+
+    def covers(self, span: TimeSpan) -> bool:
+        """True when some memory was said or happened within ``span``."""
+        return self.snap.covers(span)
+
+    def locate(self, phrase: str) -> MemoryUnit | None:
+        """The memory that names the event ``phrase`` ("the trip"), if it does so unambiguously.
+
+        Unambiguous means the best dense match is also among the best three lexical matches
+        and is similar enough. With a probe, the best dense match is sought among the
+        :data:`ANCHOR_CANDIDATES` memories most similar to the question and the phrase's three
+        best lexical matches (the question's cosines are computed once, for this and for its
+        ranking). Without it, among every memory.
+        """
+        snap, probe = self.snap, self.probe
+        if not len(snap) or snap.vectors is None:
+            return None
+        texts = [phrase] if probe is None else [phrase, probe.text]
+        vector = self.embedder.embed(texts)[0]  # with the question: one embedder call
+        lexical = snap.index.lexical_scores(phrase)
+        if probe is None or len(snap) <= ANCHOR_CANDIDATES:
+            rows = np.arange(len(snap))
+        else:
+            asked = probe.cosines
+            near = np.argpartition(-asked, ANCHOR_CANDIDATES - 1)[:ANCHOR_CANDIDATES]
+            named = np.argpartition(-lexical, 2)[:3]
+            rows = np.union1d(near, named)
+        similarity = snap.vectors[rows] @ vector
+        best = int(rows[int(np.argmax(similarity))])
+        if float(similarity.max()) < self.min_similarity:
+            return None
+        score = lexical[best]
+        # its place in the stable lexical ranking, counted (a sort of every memory is slower)
+        place = int(np.count_nonzero(lexical > score) + np.count_nonzero(lexical[:best] == score))
+        if score <= 0 or place >= 3:
+            return None
+        return snap.unit(best)
+
+    def stated(
+        self, asked: Ordinal, speakers: Sequence[str] = ()
+    ) -> list[tuple[Ordinal, MemoryUnit]]:
+        """The statements (said by ``speakers``, when given) that state an ordinal of
+        ``asked``'s kind, with the ordinal each states; none when ordinals are off. Only the
+        memories whose words hold an ordinal are read."""
+        snap = self.snap
+        if not self.ordinals or not len(snap):
+            return []
+        people = {name.lower() for name in speakers}
+        found = []
+        for row in np.flatnonzero(snap.index.said_scores(ORDINAL_WORDS) > 0):
+            unit = snap.unit(int(row))
+            if unit.context.kind is not Kind.STATEMENT:
+                continue  # a question or a reply states nothing about the user's events
+            if people and unit.context.speaker.lower() not in people:
+                continue
+            found += [(o, unit) for o in ordinals(unit.content) if same_kind(asked, o)]
+        return found
