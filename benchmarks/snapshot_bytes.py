@@ -8,7 +8,7 @@ measures with ``tracemalloc`` what a built snapshot holds (its units included) a
 loaded from its snapshot file holds, besides the vectors; also the time to build one and to
 save and load its file (and, for comparison, to unpickle it: the format before). Writes
 ``benchmarks/results/snapshot_bytes.json``; the figure backs
-``ramem_core.store.snapshot.PER_MEMORY_BYTES``.
+``ramem_core.index.snapshot.PER_MEMORY_BYTES``.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ramem_core.anchoring import RuleAnchorer  # noqa: E402
-from ramem_core.episodic import EpisodicKeys  # noqa: E402
+from ramem_core.index.episodic import EpisodicKeys  # noqa: E402
+from ramem_core.index.files import Signature, SnapshotFiles  # noqa: E402
+from ramem_core.index.snapshot import PER_MEMORY_BYTES, Snapshot  # noqa: E402
 from ramem_core.loaders import locomo_conversation  # noqa: E402
-from ramem_core.store.files import Signature, SnapshotFiles  # noqa: E402
-from ramem_core.store.snapshot import PER_MEMORY_BYTES, Snapshot  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 DIMENSION = 384

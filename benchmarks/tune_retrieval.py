@@ -20,9 +20,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ramem_core.episodic import EpisodicKeys  # noqa: E402
 from ramem_core.evaluation import harness  # noqa: E402
 from ramem_core.evaluation.harness import EvalOptions  # noqa: E402
+from ramem_core.index.episodic import EpisodicKeys  # noqa: E402
 from ramem_core.retrieval import RetrievalConfig  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"

@@ -7,7 +7,6 @@ Four stages: episodic anchoring (:mod:`.anchoring`), recall-condition induction
 
 from ramem_core.anchoring import AnchoringReport, LLMAnchorer, RuleAnchorer
 from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder, RecentQueries
-from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import (
     ConversationFormatError,
     InvalidInputError,
@@ -18,6 +17,8 @@ from ramem_core.errors import (
     StoreError,
 )
 from ramem_core.frames import LLMFrameInducer, RuleFrameInducer
+from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
+from ramem_core.index.freshness import Freshness
 from ramem_core.llm import LLMUsage, MeteredLLM
 from ramem_core.loaders import conversation_from_dict, load_conversations
 from ramem_core.memory import IngestReport, RaMem, default_path
@@ -31,7 +32,6 @@ from ramem_core.protocols import (
     TokenCounter,
 )
 from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig, Retriever
-from ramem_core.store.cache import SnapshotCache
 from ramem_core.store.chroma import ChromaStore
 from ramem_core.synthesis import Answer, ContextBlock
 from ramem_core.types import (
@@ -73,6 +73,7 @@ __all__ = [
     "Evidence",
     "FrameContext",
     "FrameInducer",
+    "Freshness",
     "Granularity",
     "IngestReport",
     "InvalidInputError",
@@ -97,7 +98,6 @@ __all__ = [
     "RuleAnchorer",
     "RuleFrameInducer",
     "Session",
-    "SnapshotCache",
     "Store",
     "StoreError",
     "TimeConstraint",

@@ -20,6 +20,9 @@ import numpy as np
 from ramem_core.anchoring import RuleAnchorer, unit_id
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.frames import RuleFrameInducer
+from ramem_core.index.files import MIN_MEMORIES, SnapshotFiles
+from ramem_core.index.freshness import DEFAULT_CACHE_BYTES, Freshness
+from ramem_core.index.snapshot import SessionState
 from ramem_core.loaders import Format, conversation_from_dict, load_conversations
 from ramem_core.loaders import validate as validate_conversation
 from ramem_core.protocols import (
@@ -31,10 +34,7 @@ from ramem_core.protocols import (
     TokenCounter,
 )
 from ramem_core.retrieval import RetrievalConfig, Retriever
-from ramem_core.store.cache import DEFAULT_CACHE_BYTES, SnapshotCache
 from ramem_core.store.chroma import ChromaStore, check_namespace
-from ramem_core.store.files import MIN_MEMORIES, SnapshotFiles
-from ramem_core.store.snapshot import SessionState
 from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget, strip_echo
 from ramem_core.types import (
     DEFAULT_K,
@@ -82,6 +82,16 @@ def _default_embedder() -> Embedder:
     return MiniLMEmbedder()
 
 
+def _snapshot_files(store: ChromaStore) -> SnapshotFiles | None:
+    """Where a Chroma store's snapshot files are kept: a local directory's own
+    ``ramem-snapshots`` (snapshots of :data:`MIN_MEMORIES` or more; a small one rebuilds
+    faster than a file loads), a server's given ``snapshot_dir`` (every size: each rebuild is
+    a network read), else none."""
+    if store.snapshot_dir is None:
+        return None
+    return SnapshotFiles(store.snapshot_dir, min_memories=0 if store.remote else MIN_MEMORIES)
+
+
 def _check_progress(progress: object) -> None:
     if progress is not None and not callable(progress):
         msg = f"progress must be a callable (done, total) or None, got {type(progress).__name__}"
@@ -122,9 +132,12 @@ class RaMem:
         session_gap: a pause after which :meth:`add_turn` opens a new session.
         refresh_seconds: another writer's write is served within this time.
         cache_bytes: how much memory the namespaces' snapshots may take in this worker
-            (default :data:`~ramem_core.store.cache.DEFAULT_CACHE_BYTES`, 1 GiB; size it at
+            (default :data:`~ramem_core.index.freshness.DEFAULT_CACHE_BYTES`, 1 GiB; size it at
             the memories of the users a worker serves, ~13.5 KB each with the default
             embedder); the least recently used are dropped beyond it.
+        files: where snapshot files are loaded from and saved to (:class:`SnapshotFiles`), or
+            ``None`` (every restart builds from the store); :meth:`open` passes its
+            directory's.
         owns_store: close ``store`` when this memory is closed or collected.
     """
 
@@ -141,6 +154,7 @@ class RaMem:
         session_gap: timedelta = timedelta(hours=1),
         refresh_seconds: float = 1.0,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        files: SnapshotFiles | None = None,
         owns_store: bool = False,
     ) -> None:
         from ramem_core.embedding import RecentQueries
@@ -155,15 +169,10 @@ class RaMem:
         self.anchorer: Anchorer = anchorer or RuleAnchorer()
         self.inducer: FrameInducer = inducer or RuleFrameInducer()
         self.retriever = Retriever(RecentQueries(self.embedder), config)
-        directory = store.snapshot_dir
-        self.snapshots = SnapshotCache(
+        self.snapshots = Freshness(
             store,
             self.retriever.config.keys,
-            files=(
-                SnapshotFiles(directory, min_memories=0 if store.remote else MIN_MEMORIES)
-                if directory is not None
-                else None
-            ),
+            files=files,
             refresh_seconds=refresh_seconds,
             cache_bytes=cache_bytes,
         )
@@ -264,6 +273,7 @@ class RaMem:
             session_gap=session_gap,
             refresh_seconds=refresh_seconds,
             cache_bytes=cache_bytes,
+            files=_snapshot_files(store),
             owns_store=True,
         )
 
@@ -443,7 +453,7 @@ class RaMem:
         with ``new_session=True`` or :meth:`end_session`. The session's span grows with each
         turn without rewriting what is stored: each turn is stored with the span from the
         session's start to its own time, in one write (all or nothing), and readers derive
-        the session's span from its turns (:func:`~ramem_core.store.snapshot.session_spans`),
+        the session's span from its turns (:func:`~ramem_core.index.snapshot.session_spans`),
         so a crash between turns never leaves turns that disagree on their session.
 
         Every call stores a new memory with an id of its own, so several writers recording

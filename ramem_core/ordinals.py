@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ramem_core.store.bm25 import Tokenizer
+from ramem_core.index.text import Tokenizer
 
 ORDINALS = {
     "first": 1,

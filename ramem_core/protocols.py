@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.ordinals import Ordinal
 from ramem_core.types import Conversation, MemoryUnit, RecallFrame, TimeSpan, Version
+
+if TYPE_CHECKING:
+    from ramem_core.ordinals import Ordinal
 
 
 @runtime_checkable
@@ -156,17 +157,6 @@ class Store(Protocol):
     @property
     def closed(self) -> bool:
         """True after :meth:`close`."""
-        ...
-
-    @property
-    def snapshot_dir(self) -> Path | None:
-        """A directory where snapshot files of this store may be kept, or ``None``."""
-        ...
-
-    @property
-    def remote(self) -> bool:
-        """True when reading a namespace is a network read (a server): snapshot files of
-        any size are then worth keeping."""
         ...
 
     def upsert(

@@ -122,8 +122,6 @@ class InMemoryStore:
         self.embedder = embedder
         self.writer = uuid.uuid4().hex
         self.closed = False
-        self.snapshot_dir: Path | None = None
-        self.remote = False
         self.data = {} if data is None else data  # namespace -> id -> (unit, vector)
         self.versions = {} if versions is None else versions  # namespace -> writer -> number
         self._lock = threading.Lock()

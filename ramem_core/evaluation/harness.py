@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 
 from ramem_core.anchoring import PIECE_CHARS, LLMAnchorer, RuleAnchorer
-from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import ConversationFormatError, InvalidInputError
 from ramem_core.evaluation import metrics
 from ramem_core.evaluation.stats import paired_bootstrap
 from ramem_core.frames import LLMFrameInducer
+from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.llm import MeteredLLM
 from ramem_core.loaders import (
     detect_format,

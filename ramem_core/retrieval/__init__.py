@@ -23,6 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ramem_core.errors import InvalidInputError
+from ramem_core.index.bm25 import Scores
+from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.protocols import Embedder, FrameContext, FrameInducer
 from ramem_core.retrieval import policies
 from ramem_core.retrieval.conditions import Conditions, mostly_within, on_anchor_side
@@ -37,8 +39,6 @@ from ramem_core.retrieval.fusion import (
 )
 from ramem_core.retrieval.lookup import ANCHOR_CANDIDATES, SnapshotLookup
 from ramem_core.retrieval.ranking import Probe, Ranking, asks_when, content_ranking, rank, ranks
-from ramem_core.store.bm25 import Scores
-from ramem_core.store.snapshot import Mask, Snapshot
 from ramem_core.types import DEFAULT_K, Evidence, Recall, RecallFrame
 
 __all__ = [

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ramem_core.episodic import session_key
-from ramem_core.store.snapshot import Mask, Snapshot
+from ramem_core.index.episodic import session_key
+from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.temporal import describe
 from ramem_core.types import MemoryUnit, RecallFrame, Relation, TimeSpan, to_epoch
 

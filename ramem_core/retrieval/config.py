@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import InvalidInputError
+from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.retrieval.fusion import LEARNED_FUSION, Fusion
 
 

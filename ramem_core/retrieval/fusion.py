@@ -18,9 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ramem_core.errors import InvalidInputError
+from ramem_core.index.bm25 import Scores
+from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.retrieval.ranking import Ranking
-from ramem_core.store.bm25 import Scores
-from ramem_core.store.snapshot import Mask, Snapshot
 
 Column = npt.NDArray[np.float64]
 

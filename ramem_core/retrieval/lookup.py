@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ramem_core.index.snapshot import Snapshot
 from ramem_core.ordinals import ORDINAL_WORDS, Ordinal, ordinals, same_kind
 from ramem_core.protocols import Embedder
 from ramem_core.retrieval.ranking import Probe
-from ramem_core.store.snapshot import Snapshot
 from ramem_core.types import Kind, MemoryUnit, TimeSpan
 
 ANCHOR_CANDIDATES = 1000

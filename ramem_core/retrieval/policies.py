@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.retrieval.conditions import BEFORE_AFTER, Conditions, on_anchor_side
 from ramem_core.retrieval.ranking import Ranking
-from ramem_core.store.snapshot import Mask, Snapshot
 from ramem_core.types import Kind, RecallFrame
 
 Chosen = list[tuple[int, bool]]

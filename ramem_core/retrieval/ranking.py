@@ -3,7 +3,7 @@
 A dense ranking (``cos(turn) + cos(window)``) and a lexical one (BM25 of the episodic keys)
 are fused by reciprocal rank, plus each memory's share of its session's lexical rank, a bonus
 for memories said by a person the question names and the weighted ranks of its own content
-(see :class:`~ramem_core.episodic.EpisodicKeys`). Nothing here knows about the recall frame
+(see :class:`~ramem_core.index.episodic.EpisodicKeys`). Nothing here knows about the recall frame
 except the "says when" bonus, which the frame asks for.
 """
 
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.index.bm25 import Scores
+from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.protocols import Embedder
-from ramem_core.store.bm25 import Scores
-from ramem_core.store.snapshot import Mask, Snapshot
 from ramem_core.types import RecallFrame
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def rank(
     ranking (BM25 of the episodic keys), plus each memory's share of its session's lexical
     rank, a bonus for memories said by ``speakers`` (the people the question names,
     :attr:`RecallFrame.speakers`) and the weighted ranks of its own content (see
-    :class:`~ramem_core.episodic.EpisodicKeys`). ``cosines``: the memories' cosines with
+    :class:`~ramem_core.index.episodic.EpisodicKeys`). ``cosines``: the memories' cosines with
     ``vector``, if computed already. ``apart``: rows ranked among themselves in every ranking
     (recorded questions and replies), so they take no rank from the others and the others'
     order is what it would be without them.

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from ramem_core.store.bm25 import LexicalIndex, Tokenizer, term_counts
+from ramem_core.index.bm25 import LexicalIndex
+from ramem_core.index.text import Tokenizer, term_counts
 
 
 def _bm25(docs: list[dict[str, float]], query: list[str], k1: float = 1.5, b: float = 0.75):
@@ -118,7 +119,7 @@ def test_the_shared_stem_cache_stays_bounded_while_one_tokenizer_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Queries stem new words on a long-lived tokenizer: the bound holds there too."""
-    from ramem_core.store import bm25
+    from ramem_core.index import text as bm25
 
     monkeypatch.setattr(bm25, "_STEMS", {})
     monkeypatch.setattr(bm25, "_STEMS_LIMIT", 10)

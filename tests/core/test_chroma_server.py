@@ -11,7 +11,7 @@ from unittest import mock
 
 import pytest
 
-from ramem_core import RaMem, StoreError
+from ramem_core import ChromaStore, RaMem, StoreError
 from ramem_core.testing import HashEmbedder, WordCounter, free_port, serve_chroma
 from tests.conftest import two_trips
 
@@ -160,6 +160,7 @@ def test_a_ready_client_is_used_and_left_open(chroma_server: int) -> None:
 
     client = chromadb.HttpClient(host="127.0.0.1", port=chroma_server)
     memory = RaMem.open(client=client, embedder=HashEmbedder(), namespace="ready-client")
+    assert isinstance(memory.store, ChromaStore)
     assert memory.store.remote  # snapshot files of any size are worth keeping
     memory.add_conversation(two_trips())
     assert memory.recall("Where did Ben eat grilled sardines?", k=1)

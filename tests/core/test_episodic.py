@@ -10,7 +10,7 @@ import numpy.typing as npt
 import pytest
 
 from ramem_core import MemoryUnit
-from ramem_core.episodic import CONTENT_KEYS, EpisodicIndex, EpisodicKeys
+from ramem_core.index.episodic import CONTENT_KEYS, EpisodicIndex, EpisodicKeys
 from ramem_core.retrieval import ranks
 from tests.conftest import unit_at
 
@@ -44,8 +44,8 @@ def _fused(
     units: list[MemoryUnit], keys: EpisodicKeys, query: str, speakers: tuple[str, ...] = ()
 ) -> npt.NDArray[np.float32]:
     """The retriever's fused ranking of ``units`` (hash vectors) under ``keys``."""
+    from ramem_core.index.snapshot import Snapshot
     from ramem_core.retrieval import RetrievalConfig, Retriever
-    from ramem_core.store.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
 
     embedder = HashEmbedder()
@@ -104,8 +104,8 @@ def test_ranks_put_everything_past_depth_in_the_tail() -> None:
 def test_a_memory_said_by_the_person_the_query_names_ranks_first() -> None:
     from dataclasses import replace
 
+    from ramem_core.index.snapshot import Snapshot
     from ramem_core.retrieval import RetrievalConfig, Retriever
-    from ramem_core.store.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
 
     def said(uid: str, session: str, speaker: str) -> MemoryUnit:

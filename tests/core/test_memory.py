@@ -459,7 +459,7 @@ def test_namespaces_with_different_embedders_share_a_directory(tmp_path: Path) -
 def test_live_turns_update_the_snapshot_without_rebuilding_it(
     memory: RaMem, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ramem_core.store import snapshot
+    from ramem_core.index import snapshot
 
     memory.add_conversation(two_trips())
     memory.recall("sardines", k=1)  # cached

@@ -26,8 +26,8 @@ from ramem_core import (
     TimeSpan,
     Turn,
 )
-from ramem_core.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
+from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.retrieval import (
     CONTENT_ONLY,
     LEARNED_FUSION,
@@ -706,7 +706,7 @@ def test_a_relation_question_passes_over_the_vectors_once(
     """The anchor is sought among the question's nearest memories, whose cosines retrieval
     then reuses: one pass over every memory's vector, not one for the anchor and one for the
     question."""
-    from ramem_core.episodic import EpisodicIndex
+    from ramem_core.index.episodic import EpisodicIndex
     from ramem_core.retrieval import lookup
 
     memory.add_conversation(two_trips())
@@ -753,8 +753,8 @@ def _locate_among(contents: list[str], best: int, monkeypatch: pytest.MonkeyPatc
     """Locate "kiln" among memories (one session each, rows in this order) whose vectors are
     orthogonal but for memory ``best``, which has the phrase's own vector."""
     from ramem_core import EpisodicContext, MemoryUnit
+    from ramem_core.index.snapshot import Snapshot
     from ramem_core.retrieval import Retriever
-    from ramem_core.store.snapshot import Snapshot
 
     dimension = HashEmbedder().dimension
     vectors = np.eye(len(contents) + 1, dimension, dtype=np.float32)[1:]
@@ -863,8 +863,8 @@ def test_the_anchors_side_never_takes_the_first_places(memory: RaMem) -> None:
 
 
 def test_rows_ranked_apart_take_no_rank_from_the_others(memory: RaMem) -> None:
+    from ramem_core.index.snapshot import Snapshot
     from ramem_core.retrieval import Retriever
-    from ramem_core.store.snapshot import Snapshot
 
     memory.add_conversation(two_trips())
     for day, asked in enumerate(["What did Ben eat in Lisbon?", "Where did Alice go?"]):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ramem_core import EpisodicContext, MemoryUnit, TimeSpan
-from ramem_core.episodic import EpisodicKeys
+from ramem_core.index.episodic import EpisodicKeys
 from ramem_core.types import Granularity
 from tests.conftest import unit_at
 
@@ -74,10 +74,10 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
 ) -> None:
     """``reload``: every version goes through a snapshot file's form (encoded and decoded)
     before it is updated, as after a restart: columnar units and postings must evolve alike."""
-    from ramem_core import episodic as index
+    from ramem_core.index import episodic as index
+    from ramem_core.index.files import through_file
+    from ramem_core.index.snapshot import Snapshot
     from ramem_core.retrieval import RetrievalConfig, Retriever
-    from ramem_core.store.files import through_file
-    from ramem_core.store.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
 
     monkeypatch.setattr(index, "DENSE_PATCH_LIMIT", patch_limit)
@@ -140,7 +140,7 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
 def test_an_edited_content_is_not_an_update() -> None:
     from dataclasses import replace
 
-    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.index.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
 
     history, _ = _live_units()
@@ -152,7 +152,7 @@ def test_an_edited_content_is_not_an_update() -> None:
 def test_a_live_turn_changes_the_dense_window_of_the_last_turn_only() -> None:
     """A live session's update keeps apart only the rows whose window changed (the former
     last turn), not every row of the session, so the update costs its turn."""
-    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.index.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
 
     embedder = HashEmbedder()
@@ -168,7 +168,7 @@ def test_a_live_turn_changes_the_dense_window_of_the_last_turn_only() -> None:
 def test_two_updates_of_one_snapshot_never_share_their_new_rows() -> None:
     from dataclasses import replace
 
-    from ramem_core.store.snapshot import Snapshot
+    from ramem_core.index.snapshot import Snapshot
     from ramem_core.testing import HashEmbedder
 
     embedder = HashEmbedder()

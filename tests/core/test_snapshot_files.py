@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from ramem_core import ChromaStore, RaMem, RetrievalConfig
-from ramem_core.episodic import EpisodicKeys
-from ramem_core.store.bm25 import LexicalIndex
-from ramem_core.store.files import Signature, SnapshotFiles, through_file
-from ramem_core.store.snapshot import Snapshot, StoredUnits
+from ramem_core.index.bm25 import LexicalIndex
+from ramem_core.index.episodic import EpisodicKeys
+from ramem_core.index.files import Signature, SnapshotFiles, through_file
+from ramem_core.index.snapshot import Snapshot, StoredUnits
 from ramem_core.testing import HashEmbedder
 from tests.conftest import two_trips
 
@@ -125,7 +125,7 @@ def test_files_hold_one_namespace_each_and_go_with_a_drop(tmp_path: Path) -> Non
 def test_a_big_snapshot_is_written_when_built(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ramem_core.store.cache import SnapshotCache
+    from ramem_core.index.freshness import Freshness
 
     memory = _open(tmp_path)
     memory.add_conversation(two_trips())
@@ -136,14 +136,13 @@ def test_a_big_snapshot_is_written_when_built(
     assert memory.snapshots.persist() == 0  # waits for that file; nothing else to write
     files = SnapshotFiles(tmp_path / "ramem-snapshots")
     assert files.path("default").exists()  # before any close: a crash keeps it
-    other = SnapshotCache(memory.store, memory.retriever.config.keys, files=files)
+    other = Freshness(memory.store, memory.retriever.config.keys, files=files)
     assert other.persist() == 0  # nothing cached there, nothing to write
     memory.close()
 
 
 def test_files_are_only_for_a_local_directory() -> None:
     memory = RaMem.ephemeral(embedder=HashEmbedder())
-    assert memory.store.snapshot_dir is None
     assert memory.snapshots.files is None
     memory.add_conversation(two_trips())
     assert memory.snapshots.persist() == 0
@@ -239,7 +238,7 @@ def test_an_update_neither_encodes_units_nor_copies_its_buffers(
     copy.copy would encode every unit and drop the buffers' spare rows at each turn)."""
     from dataclasses import replace
 
-    from ramem_core.store import snapshot as snapshot_module
+    from ramem_core.index import snapshot as snapshot_module
 
     embedder = HashEmbedder()
     units = _units()
@@ -280,7 +279,7 @@ def _rewritten(path: Path, change: object) -> None:
     import io
     import json
 
-    from ramem_core.store.files import pack, unpack
+    from ramem_core.index.files import pack, unpack
 
     with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as data:
         header, whole, blob = data["header"], json.loads(bytes(data["tree"])), data["data"]
@@ -352,7 +351,7 @@ def test_a_hostile_file_is_refused_and_rebuilt(
 def test_postings_that_do_not_fit_their_index_are_refused(damage: str) -> None:
     """The lexical postings of a loaded file are checked: ids inside the documents, bounds
     that cut both columns into one slice per term."""
-    from ramem_core.store.files import check
+    from ramem_core.index.files import check
 
     memory = RaMem.ephemeral(embedder=HashEmbedder())
     memory.add_conversation(two_trips())
@@ -371,7 +370,7 @@ def test_postings_that_do_not_fit_their_index_are_refused(damage: str) -> None:
 
 
 def test_a_packed_table_describes_only_plain_arrays_inside_the_data() -> None:
-    from ramem_core.store.files import pack, unpack
+    from ramem_core.index.files import pack, unpack
 
     table, data = pack([np.arange(3, dtype=np.int64), np.ones((2, 2), dtype=np.float32)])
     arrays = unpack(table, data)

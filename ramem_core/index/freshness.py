@@ -1,6 +1,6 @@
 """The snapshots of one memory's namespaces, and the one owner of their freshness.
 
-Every read of a namespace and every write to it goes through :class:`SnapshotCache`: a write
+Every read of a namespace and every write to it goes through :class:`Freshness`: a write
 is the store's write, then the cached snapshot updated in place (write-through); a read
 returns a snapshot that holds every write this cache made and, within ``refresh_seconds``,
 every write of anybody else. Each snapshot carries the store's write version it holds, so the
@@ -25,18 +25,18 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.episodic import EpisodicKeys
 from ramem_core.errors import InvalidInputError
+from ramem_core.index.episodic import EpisodicKeys
+from ramem_core.index.files import Signature, SnapshotFiles
+from ramem_core.index.snapshot import Snapshot
 from ramem_core.protocols import Store
-from ramem_core.store.files import Signature, SnapshotFiles
-from ramem_core.store.snapshot import Snapshot
 from ramem_core.types import MemoryUnit, Version, newer_or_equal
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CACHE_BYTES = 1 << 30
 """1 GiB of snapshots per worker: about 80,000 memories of the default embedder at
-:data:`~ramem_core.store.snapshot.PER_MEMORY_BYTES` each (e.g. 130 users of 600 memories)."""
+:data:`~ramem_core.index.snapshot.PER_MEMORY_BYTES` each (e.g. 130 users of 600 memories)."""
 
 
 @dataclass(slots=True)
@@ -55,7 +55,7 @@ def _others(version: Version, writer: str) -> Version:
     return frozenset(entry for entry in version if entry[0] != writer)
 
 
-class SnapshotCache:
+class Freshness:
     """Snapshots of a store's namespaces, kept fresh, within ``cache_bytes`` (most recently
     used namespaces.
 

@@ -9,75 +9,17 @@ as they were (:meth:`LexicalIndex.evolve`).
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.index.text import term_counts
+
 Scores = npt.NDArray[np.float32]
-
-
-# --------------------------------------------------------------------------- tokens
-
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-
-
-@lru_cache(maxsize=1)
-def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
-
-
-_STEMS: dict[str, str] = {}  # word -> stem, shared by every tokenizer (a rebuild re-stems none)
-_STEMS_LIMIT = 500_000  # words kept; beyond it the cache starts again (~60 MB at most)
-
-
-class Tokenizer:
-    """Lower-case words, bm25s's English stop words removed, Snowball English stems."""
-
-    def __init__(self) -> None:
-        import Stemmer
-
-        self._stem = Stemmer.Stemmer("english").stemWord
-        self._cache = _STEMS
-        self._stop = _stopwords()
-
-    @property
-    def stop_words(self) -> frozenset[str]:
-        """The words left out (bm25s's English stop words)."""
-        return self._stop
-
-    def __call__(self, text: str) -> list[str]:
-        """The stemmed terms of ``text`` in order."""
-        out = []
-        cache = self._cache
-        for word in _WORD.findall(text.lower()):
-            word = word.replace("'", "")  # "caroline's" -> "carolines" -> stem "carolin"
-            if word in self._stop:
-                continue
-            stem = cache.get(word)
-            if stem is None:
-                if len(cache) >= _STEMS_LIMIT:  # bounded where it grows: queries add words too
-                    cache.clear()
-                stem = cache[word] = self._stem(word)
-            out.append(stem)
-        return out
-
-
-def term_counts(terms: Iterable[str]) -> dict[str, float]:
-    """Term frequencies of a token list."""
-    return {term: float(count) for term, count in Counter(terms).items()}
-
-
-def add_weighted(into: dict[str, float], counts: dict[str, float], weight: float) -> None:
-    for term, tf in counts.items():
-        into[term] = into.get(term, 0.0) + weight * tf
 
 
 # --------------------------------------------------------------------------- BM25

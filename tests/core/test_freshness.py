@@ -16,8 +16,8 @@ from chromadb.api.models.Collection import Collection
 
 from ramem_core import Conversation, RaMem, Session, StoreError, Turn
 from ramem_core.anchoring import RuleAnchorer
-from ramem_core.episodic import EpisodicKeys
-from ramem_core.store.cache import SnapshotCache
+from ramem_core.index.episodic import EpisodicKeys
+from ramem_core.index.freshness import Freshness
 from ramem_core.store.chroma import VERSION_ID, ChromaStore
 from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
 from tests.conftest import two_trips
@@ -76,7 +76,7 @@ def test_a_load_that_straddles_a_write_never_loses_it(
 
 def test_a_slow_load_never_replaces_a_newer_snapshot() -> None:
     store = InMemoryStore(HashEmbedder())
-    cache = SnapshotCache(store, EpisodicKeys(), refresh_seconds=3600)
+    cache = Freshness(store, EpisodicKeys(), refresh_seconds=3600)
     memory = RaMem(store, counter=WordCounter())
     memory.add_conversation(two_trips())
     old_version = store.version("default")
@@ -86,7 +86,7 @@ def test_a_slow_load_never_replaces_a_newer_snapshot() -> None:
     new = cache.get("default")
     assert len(new) == len(old) + 1
     with cache._lock:  # a load of the old version finishing late
-        from ramem_core.store.cache import _Cached
+        from ramem_core.index.freshness import _Cached
 
         cache._remember("default", _Cached(time.monotonic(), old, old_version))
     assert cache.get("default") is new
@@ -313,9 +313,9 @@ def test_a_cache_refuses_bad_settings() -> None:
     store = InMemoryStore(HashEmbedder())
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="cache_bytes must be a positive integer"):
-            SnapshotCache(store, EpisodicKeys(), cache_bytes=bad)  # type: ignore[arg-type]
+            Freshness(store, EpisodicKeys(), cache_bytes=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="refresh_seconds"):
-        SnapshotCache(store, EpisodicKeys(), refresh_seconds=-1)
+        Freshness(store, EpisodicKeys(), refresh_seconds=-1)
 
 
 def test_the_fake_store_serves_ramem_like_chroma(memory: RaMem) -> None:

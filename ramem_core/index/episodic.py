@@ -23,7 +23,7 @@ A memory unit is returned as its own lossless content with its coordinates (stag
 
 :class:`EpisodicKeys` names and switches each part (for ablations); :data:`CONTENT_KEYS` turns
 them all off (the content-only baseline). The lexical keys are documents of the generic BM25
-in :mod:`ramem_core.store.bm25`, which supports appending and removing documents, so keys are
+in :mod:`ramem_core.index.bm25`, which supports appending and removing documents, so keys are
 kept current as a live session grows. How the keys' scores are fused into one ranking is
 :meth:`ramem_core.retrieval.Retriever.rank`.
 """
@@ -38,13 +38,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.store.bm25 import (
-    LexicalIndex,
-    Scores,
-    Tokenizer,
-    add_weighted,
-    term_counts,
-)
+from ramem_core.index.bm25 import LexicalIndex, Scores
+from ramem_core.index.text import Tokenizer, add_weighted, term_counts
 from ramem_core.types import MemoryUnit, TimeSpan
 
 Matrix = npt.NDArray[Any]

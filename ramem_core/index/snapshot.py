@@ -25,7 +25,7 @@ from typing import SupportsIndex, overload
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.episodic import (
+from ramem_core.index.episodic import (
     EpisodicIndex,
     EpisodicKeys,
     Rows,

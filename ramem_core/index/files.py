@@ -7,7 +7,7 @@ second; units are decoded only when a recall returns them.
 
 A file is used only when it holds the namespace's current write version
 (:meth:`~ramem_core.protocols.Store.version`) and was built with the same index settings, file
-format and vector dimension, and (checked by :class:`~ramem_core.store.cache.SnapshotCache`)
+format and vector dimension, and (checked by :class:`~ramem_core.index.freshness.Freshness`)
 holds as many memories as the store: a writer killed between the batches of a split write
 leaves memories no version announces. Anything else (another writer wrote since, other keys, a
 damaged or truncated file) falls back to the store, which stays the single source of truth.
@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from ramem_core.episodic import EpisodicIndex, EpisodicKeys
-from ramem_core.store.bm25 import FrozenDocs, LexicalIndex
-from ramem_core.store.snapshot import Snapshot, SpanArrays, StoredUnits
+from ramem_core.index.bm25 import FrozenDocs, LexicalIndex
+from ramem_core.index.episodic import EpisodicIndex, EpisodicKeys
+from ramem_core.index.snapshot import Snapshot, SpanArrays, StoredUnits
 from ramem_core.types import Granularity, TimeSpan, Version
 
 log = logging.getLogger(__name__)
