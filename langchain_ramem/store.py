@@ -38,7 +38,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from ramem_core import InvalidInputError, RaMem
-from ramem_core.memory import keyed_id
+from ramem_core.keyed import keyed_id
 from ramem_core.types import MemoryUnit, utc_now
 from ramem_core.validation import MAX_QUERY_CHARS, check_name
 
@@ -413,9 +413,9 @@ class RaMemStore(BaseStore):
         """The RaMem namespaces that may hold items under ``prefix``."""
         if len(prefix) >= self.tenant_depth:
             name = self._tenant(prefix)
-            return [name] if self.memory.store.has_namespace(name) else []
+            return [name] if self.memory.has_namespace(name) else []
         names = []
-        for name in sorted(self.memory.store.namespaces()):
+        for name in self.memory.namespaces():
             if not _is_store_namespace(name):
                 continue
             tenant = decode_tenant(name)
@@ -426,7 +426,7 @@ class RaMemStore(BaseStore):
     def _records(self, name: str) -> list[dict[str, Any]]:
         """Every item stored in the RaMem namespace ``name`` (first pieces only)."""
         records = []
-        for unit in self.memory.store.get(name):
+        for unit in self.memory.keyed.items(name):
             record = _record(unit)
             if record is not None and unit.id == keyed_id(_composite(record)):
                 records.append(record)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import os
 import threading
 import uuid
@@ -23,6 +22,7 @@ from ramem_core.frames import RuleFrameInducer
 from ramem_core.index.files import MIN_MEMORIES, SnapshotFiles
 from ramem_core.index.freshness import DEFAULT_CACHE_BYTES, Freshness
 from ramem_core.index.snapshot import SessionState
+from ramem_core.keyed import KeyedMemories
 from ramem_core.loaders import Format, conversation_from_dict, load_conversations
 from ramem_core.loaders import validate as validate_conversation
 from ramem_core.protocols import (
@@ -69,11 +69,6 @@ _EMBED_CHUNK = 256
 
 
 _EPOCH_DAY = datetime(1970, 1, 1).date()
-
-
-def keyed_id(key: str) -> str:
-    """The unit id of the memory :meth:`RaMem.put` stores under ``key`` (its first piece)."""
-    return "key-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
 def _default_embedder() -> Embedder:
@@ -180,6 +175,7 @@ class RaMem:
         self._counter = counter
         self._ended: set[tuple[str, str, str]] = set()  # live sessions closed by end_session
         self._lock = threading.RLock()  # one writer at a time; reads never wait for it
+        self.keyed = KeyedMemories(store, self.snapshots, self.anchorer, self.embedder, self._lock)
         # a memory dropped without close() still releases its store's files and lock
         self._release = weakref.finalize(self, store.close) if owns_store else None
 
@@ -574,87 +570,33 @@ class RaMem:
         episodes of that day. ``payload`` is kept with it unchanged
         (:attr:`MemoryUnit.payload`). A text longer than
         :data:`~ramem_core.anchoring.PIECE_CHARS` is stored as several pieces, all replaced
-        together; the first piece's id is :func:`keyed_id` of ``key``.
+        together; the first piece's id is :func:`~ramem_core.keyed.keyed_id` of ``key``
+        (:mod:`ramem_core.keyed`, also :attr:`keyed`).
 
         Raises:
             InvalidInputError: an empty key or text, a bad ``at`` or speaker; nothing is
                 written then.
         """
-        ns = self._ns(namespace)
-        if not isinstance(key, str) or not key:
-            msg = f"key must be a non-empty string, got {key!r}"
-            raise InvalidInputError(msg)
-        moment = check_moment(at, "at")
-        check_name(speaker, "speaker")
-        check_id(conversation_id, "conversation_id")
-        text = check_text(text, f"text of key {key!r}", limit=MAX_TEXT_CHARS)
-        if not isinstance(payload, str):
-            msg = f"payload must be a string, got {type(payload).__name__}"
-            raise InvalidInputError(msg)
-        base = keyed_id(key)
-        day = moment.date()
-        session_id = f"{conversation_id}-{day.isoformat()}"
-        turn = Turn(f"{session_id}:{base}", speaker, text, moment)
-        drafts = self.anchorer.anchor(
-            Conversation(conversation_id, (Session(session_id, (turn,), moment),), (speaker,))
+        return self.keyed.put(
+            self._ns(namespace),
+            key,
+            text,
+            at=at,
+            speaker=speaker,
+            conversation_id=conversation_id,
+            payload=payload,
         )
-        vectors = self.embedder.embed([d.content for d in drafts])
-        seconds = moment.hour * 3600 + moment.minute * 60 + moment.second
-        units = [
-            replace(
-                draft,
-                id=base if part == 0 else f"{base}-p{part}",
-                source_ids=(f"{base}/{len(drafts)}",),  # the key's piece count, for replacing
-                payload=payload,
-                context=replace(
-                    draft.context,
-                    session_span=TimeSpan(moment, moment, Granularity.INSTANT),
-                    session_index=(day - _EPOCH_DAY).days,
-                    turn_index=seconds,
-                ),
-            )
-            for part, draft in enumerate(drafts)
-        ]
-        with self._lock:
-            before = self._pieces(ns, base)
-            self.snapshots.write(ns, units, vectors)
-            stale = [f"{base}-p{part}" for part in range(len(units), before)]
-            if stale:
-                self.snapshots.delete(ns, ids=stale)
-        return units
-
-    def _pieces(self, namespace: str, base: str) -> int:
-        """How many pieces the keyed memory ``base`` has stored (0 when none)."""
-        if not self.store.has_namespace(namespace):
-            return 0
-        found = self.store.get(namespace, ids=[base])
-        if not found or not found[0].source_ids:
-            return 0
-        _, _, count = found[0].source_ids[0].rpartition("/")
-        return int(count) if count.isdigit() else 1
 
     def get_keyed(
         self, keys: Sequence[str], *, namespace: str | None = None
     ) -> dict[str, MemoryUnit]:
         """The memories stored by :meth:`put` under ``keys`` (first pieces), by key; keys
         with none are absent."""
-        ns = self._ns(namespace)
-        if not self.store.has_namespace(ns):
-            return {}
-        ids = {keyed_id(k): k for k in keys}
-        return {ids[u.id]: u for u in self.store.get(ns, ids=list(ids))}
+        return self.keyed.get(self._ns(namespace), keys)
 
     def delete_keyed(self, keys: Sequence[str], *, namespace: str | None = None) -> int:
         """Delete the memories of ``keys`` (every piece); returns how many units went."""
-        ns = self._ns(namespace)
-        if not self.store.has_namespace(ns):
-            return 0
-        with self._lock:
-            ids = []
-            for key in keys:
-                base = keyed_id(key)
-                ids += [base, *(f"{base}-p{p}" for p in range(1, self._pieces(ns, base)))]
-            return self.snapshots.delete(ns, ids=ids) if ids else 0
+        return self.keyed.delete(self._ns(namespace), keys)
 
     def _live_session(self, namespace: str, conversation_id: str) -> SessionState | None:
         """The conversation's latest session as stored (every reader derives it alike)."""
@@ -723,6 +665,14 @@ class RaMem:
         ns = self._ns(namespace)
         with self._lock:
             self.snapshots.drop(ns)
+
+    def namespaces(self) -> list[str]:
+        """The namespaces that hold or held memories, sorted."""
+        return sorted(self.store.namespaces())
+
+    def has_namespace(self, namespace: str) -> bool:
+        """True when something was ever stored in ``namespace`` (reads never create one)."""
+        return self.store.has_namespace(check_namespace(namespace))
 
     def count(self, *, namespace: str | None = None) -> int:
         """Number of memory units in a namespace."""

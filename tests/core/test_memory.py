@@ -772,49 +772,6 @@ def test_a_recorded_question_is_not_the_answer_to_itself(memory: RaMem) -> None:
     )
 
 
-# ---------------------------------------------------------------- keyed memories (put)
-
-
-def test_put_replaces_a_key_with_its_episode_and_payload(memory: RaMem) -> None:
-    at = datetime(2024, 5, 2, 9)
-    memory.put("bike", "I sold my bike yesterday.", at=at, speaker="Ana", payload='{"v": 1}')
-    memory.put("tea", "I like green tea.", at=at, payload="")
-    [unit] = memory.get_keyed(["bike"]).values()
-    assert unit.content == "Ana: I sold my bike yesterday."
-    assert unit.payload == '{"v": 1}'  # through Chroma's metadata and back
-    assert unit.context.event_time is not None
-    assert unit.context.event_time.start == datetime(2024, 5, 1)
-    memory.put("bike", "I bought a new bike.", at=at + timedelta(days=1), payload='{"v": 2}')
-    assert memory.count() == 2
-    [again] = memory.get_keyed(["bike"]).values()
-    assert again.payload == '{"v": 2}'
-    assert again.content == "user: I bought a new bike."
-    assert memory.recall("Which bike did I buy?", k=1)[0].unit.id == again.id
-    assert set(memory.get_keyed(["bike", "tea", "none"])) == {"bike", "tea"}
-
-
-def test_a_long_keyed_text_is_replaced_whole(memory: RaMem) -> None:
-    at = datetime(2024, 5, 2, 9)
-    memory.put("doc", "A long note about gardens. " * 120, at=at)
-    assert memory.count() > 2
-    memory.put("doc", "Short now.", at=at)
-    assert memory.count() == 1
-    assert memory.delete_keyed(["doc", "never"]) == 1
-    assert memory.count() == 0
-
-
-def test_put_refuses_bad_input_and_writes_nothing(memory: RaMem) -> None:
-    at = datetime(2024, 5, 2, 9)
-    for kwargs, message in [
-        ({"key": "", "text": "x"}, "key must be a non-empty string"),
-        ({"key": "k", "text": "  "}, "text of key 'k'"),
-        ({"key": "k", "text": "x", "payload": {"a": 1}}, "payload must be a string"),
-    ]:
-        with pytest.raises(InvalidInputError, match=message):
-            memory.put(at=at, **kwargs)  # type: ignore[arg-type]
-    assert memory.store.namespaces() == []
-
-
 @pytest.mark.parametrize(
     "query", ["What did Ben eat in Lisbon?", "What did the doctor say?", "Where did Alice go?"]
 )

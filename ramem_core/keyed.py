@@ -1,0 +1,171 @@
+"""Keyed memories: a memory stored under a key, replaced by the next write of that key (a
+LangGraph store item, a profile fact an agent updates).
+
+A keyed memory is anchored like a turn said at its write time, so it has an episode like any
+other memory and is recalled with the others. Its first piece's id is :func:`keyed_id` of its
+key; a text longer than one piece is stored as several, all replaced together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from ramem_core.errors import InvalidInputError
+from ramem_core.index.freshness import Freshness
+from ramem_core.protocols import Anchorer, Embedder, Store
+from ramem_core.types import (
+    Conversation,
+    Granularity,
+    MemoryUnit,
+    Session,
+    TimeSpan,
+    Turn,
+)
+from ramem_core.validation import MAX_TEXT_CHARS, check_id, check_moment, check_name, check_text
+
+_EPOCH_DAY = datetime(1970, 1, 1).date()
+
+
+def keyed_id(key: str) -> str:
+    """The unit id of the memory stored under ``key`` (its first piece)."""
+    return "key-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def _check_keys(keys: object) -> list[str]:
+    """``keys`` as a list of non-empty strings; a lone string is refused (it would be read
+    one character at a time)."""
+    if isinstance(keys, str | bytes) or not isinstance(keys, Sequence):
+        msg = f"keys must be a sequence of strings (a list), got {type(keys).__name__} {keys!r}"
+        raise InvalidInputError(msg)
+    for key in keys:
+        if not isinstance(key, str) or not key:
+            msg = f"every key must be a non-empty string, got {key!r}"
+            raise InvalidInputError(msg)
+    return list(keys)
+
+
+class KeyedMemories:
+    """Put, get and delete memories by key in a store's namespaces, through the owner of its
+    writes (so a cached snapshot sees them at once).
+
+    Args:
+        store: the source of truth (read for the pieces a key has).
+        snapshots: the owner of writes and freshness every write goes through.
+        anchorer: stage 1, which makes a memory of the text.
+        embedder: embeds the pieces.
+        lock: the memory's writer lock (one writer at a time).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        snapshots: Freshness,
+        anchorer: Anchorer,
+        embedder: Embedder,
+        lock: threading.RLock,
+    ) -> None:
+        self.store = store
+        self.snapshots = snapshots
+        self.anchorer = anchorer
+        self.embedder = embedder
+        self._lock = lock
+
+    def put(
+        self,
+        namespace: str,
+        key: str,
+        text: str,
+        *,
+        at: datetime,
+        speaker: str = "user",
+        conversation_id: str = "store",
+        payload: str = "",
+    ) -> list[MemoryUnit]:
+        """Store ``text`` as the memory of ``key`` in ``namespace``, replacing what ``key``
+        held; see :meth:`ramem_core.RaMem.put`."""
+        if not isinstance(key, str) or not key:
+            msg = f"key must be a non-empty string, got {key!r}"
+            raise InvalidInputError(msg)
+        moment = check_moment(at, "at")
+        check_name(speaker, "speaker")
+        check_id(conversation_id, "conversation_id")
+        text = check_text(text, f"text of key {key!r}", limit=MAX_TEXT_CHARS)
+        if not isinstance(payload, str):
+            msg = f"payload must be a string, got {type(payload).__name__}"
+            raise InvalidInputError(msg)
+        base = keyed_id(key)
+        day = moment.date()
+        session_id = f"{conversation_id}-{day.isoformat()}"
+        turn = Turn(f"{session_id}:{base}", speaker, text, moment)
+        drafts = self.anchorer.anchor(
+            Conversation(conversation_id, (Session(session_id, (turn,), moment),), (speaker,))
+        )
+        vectors = self.embedder.embed([d.content for d in drafts])
+        seconds = moment.hour * 3600 + moment.minute * 60 + moment.second
+        units = [
+            replace(
+                draft,
+                id=base if part == 0 else f"{base}-p{part}",
+                source_ids=(f"{base}/{len(drafts)}",),  # the key's piece count, for replacing
+                payload=payload,
+                context=replace(
+                    draft.context,
+                    session_span=TimeSpan(moment, moment, Granularity.INSTANT),
+                    session_index=(day - _EPOCH_DAY).days,
+                    turn_index=seconds,
+                ),
+            )
+            for part, draft in enumerate(drafts)
+        ]
+        with self._lock:
+            before = self._pieces(namespace, base)
+            self.snapshots.write(namespace, units, vectors)
+            stale = [f"{base}-p{part}" for part in range(len(units), before)]
+            if stale:
+                self.snapshots.delete(namespace, ids=stale)
+        return units
+
+    def get(self, namespace: str, keys: Sequence[str]) -> dict[str, MemoryUnit]:
+        """The memories stored under ``keys`` (first pieces), by key; keys with none are
+        absent."""
+        keys = _check_keys(keys)
+        if not self.store.has_namespace(namespace):
+            return {}
+        ids = {keyed_id(k): k for k in keys}
+        return {ids[u.id]: u for u in self.store.get(namespace, ids=list(ids))}
+
+    def delete(self, namespace: str, keys: Sequence[str]) -> int:
+        """Delete the memories of ``keys`` (every piece); returns how many units went."""
+        keys = _check_keys(keys)
+        if not self.store.has_namespace(namespace):
+            return 0
+        with self._lock:
+            ids = []
+            for key in keys:
+                base = keyed_id(key)
+                ids += [base, *(f"{base}-p{p}" for p in range(1, self._pieces(namespace, base)))]
+            return self.snapshots.delete(namespace, ids=ids) if ids else 0
+
+    def items(self, namespace: str) -> list[MemoryUnit]:
+        """Every keyed memory of ``namespace`` (first pieces), in the store's order."""
+        if not self.store.has_namespace(namespace):
+            return []
+        return [u for u in self.store.get(namespace) if _is_first_piece(u.id)]
+
+    def _pieces(self, namespace: str, base: str) -> int:
+        """How many pieces the keyed memory ``base`` has stored (0 when none)."""
+        if not self.store.has_namespace(namespace):
+            return 0
+        found = self.store.get(namespace, ids=[base])
+        if not found or not found[0].source_ids:
+            return 0
+        _, _, count = found[0].source_ids[0].rpartition("/")
+        return int(count) if count.isdigit() else 1
+
+
+def _is_first_piece(unit_id: str) -> bool:
+    return unit_id.startswith("key-") and len(unit_id) == 36
