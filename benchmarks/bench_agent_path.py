@@ -44,7 +44,11 @@ from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
 from ramem_core.evaluation import metrics  # noqa: E402
 from ramem_core.evaluation.harness import LOCOMO_HOLDOUT  # noqa: E402
 from ramem_core.evaluation.stats import paired_bootstrap  # noqa: E402
-from ramem_core.loaders import locomo_conversation, longmemeval_conversation  # noqa: E402
+from ramem_core.loaders import (  # noqa: E402
+    locomo_conversation,
+    longmemeval_conversation,
+    longmemeval_evidence,
+)
 from ramem_core.store.chroma import ChromaStore  # noqa: E402
 from ramem_core.temporal import parse_timestamp  # noqa: E402
 from ramem_core.types import Conversation, Evidence, Recall, Relation, Session  # noqa: E402
@@ -279,14 +283,7 @@ def longmemeval_rows(bench: Bench, limit: int | None) -> list[dict[str, Any]]:
         items = json.loads(path.read_text(encoding="utf-8"))[:limit]
         for n, item in enumerate(items, start=1):
             qid = str(item["question_id"])
-            gold = [
-                f"{sid}:{j}"
-                for sid, session in zip(
-                    item["haystack_session_ids"], item["haystack_sessions"], strict=True
-                )
-                for j, t in enumerate(session)
-                if t.get("has_answer") and t.get("role") == "user"
-            ]
+            gold = longmemeval_evidence(item, qid)
             if qid.endswith("_abs") or not gold:
                 continue
             question = {

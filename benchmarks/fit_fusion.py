@@ -41,7 +41,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_splits import OUT, _embedder, lme_split  # noqa: E402
 
 from ramem_core.evaluation import harness, metrics  # noqa: E402
-from ramem_core.loaders import locomo_conversation, longmemeval_conversation  # noqa: E402
+from ramem_core.loaders import (  # noqa: E402
+    locomo_conversation,
+    longmemeval_conversation,
+    longmemeval_evidence,
+)
 from ramem_core.memory import RaMem  # noqa: E402
 from ramem_core.retrieval import FUSION_FEATURES, Fusion, RetrievalConfig  # noqa: E402
 from ramem_core.retrieval.fusion import FUSION_FILE, matrix  # noqa: E402
@@ -110,14 +114,7 @@ def lme_questions(own: int) -> list[Question]:
             split = lme_split(name, counts[kind])
             counts[kind] += 1
             qid = str(item["question_id"])
-            gold = {
-                f"{sid}:{j}"
-                for sid, session in zip(
-                    item["haystack_session_ids"], item["haystack_sessions"], strict=True
-                )
-                for j, t in enumerate(session)
-                if t.get("has_answer") and t.get("role") == "user"
-            }
+            gold = set(longmemeval_evidence(item, qid))
             if split != "choose" or qid.endswith("_abs") or not gold:
                 continue
             namespace = harness._namespace(qid)

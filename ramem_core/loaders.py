@@ -215,17 +215,16 @@ def locomo_conversation(sample: Any, source: str | None = None) -> Conversation:
     return validate(Conversation(cid, tuple(sessions), participants), source)
 
 
-def longmemeval_conversation(item: Any, source: str | None = None) -> Conversation:
-    """The haystack of one LongMemEval question as a conversation.
-
-    Sessions are sorted by full timestamp (the file is not). Turn ids are
-    ``"<session_id>:<index>"``; turns with no visible character are skipped (the cleaned files
-    hold a few), and a repeated session id gets a ``~2`` suffix so ids stay unique.
-    """
+def _longmemeval_sessions(
+    item: Any, source: str | None
+) -> list[tuple[str, Any, list[tuple[int, Mapping[str, Any]]]]]:
+    """The haystack's sessions in file order as (unique session id, date, kept turns with
+    their index): a repeated session id gets a ``~2`` suffix, and turns with no visible
+    character are left out (their indices are kept). The one place LongMemEval turn ids are
+    made, for the conversation and for its evidence turns alike."""
     if not isinstance(item, Mapping):
         msg = f"a LongMemEval item must be an object, got {type(item).__name__}"
         raise ConversationFormatError(msg, source=source)
-    qid = item.get("question_id") or "longmemeval"
     try:
         triples = list(
             zip(
@@ -239,23 +238,56 @@ def longmemeval_conversation(item: Any, source: str | None = None) -> Conversati
         msg = f"not a LongMemEval item: {exc}"
         raise ConversationFormatError(msg, source=source) from exc
     seen: dict[str, int] = {}
-    sessions = []
+    out = []
     for raw_id, date, turns_raw in triples:
         if not isinstance(raw_id, str):
             msg = f"a haystack session id must be a string, got {type(raw_id).__name__}"
             raise ConversationFormatError(msg, source=source)
         seen[raw_id] = seen.get(raw_id, 0) + 1
         sid = raw_id if seen[raw_id] == 1 else f"{raw_id}~{seen[raw_id]}"
+        kept = [
+            (j, t)
+            for j, t in enumerate(_turns(turns_raw, source=source, session=sid))
+            if not (isinstance(t.get("content"), str) and not visible(t["content"]))
+        ]
+        out.append((sid, date, kept))
+    return out
+
+
+def longmemeval_conversation(item: Any, source: str | None = None) -> Conversation:
+    """The haystack of one LongMemEval question as a conversation.
+
+    Sessions are sorted by full timestamp (the file is not). Turn ids are
+    ``"<session_id>:<index>"``; turns with no visible character are skipped (the cleaned files
+    hold a few), and a repeated session id gets a ``~2`` suffix so ids stay unique.
+    """
+    qid = (item.get("question_id") if isinstance(item, Mapping) else None) or "longmemeval"
+    sessions = []
+    for sid, date, kept in _longmemeval_sessions(item, source):
         time = _time(date, "session date", source=source, session=sid)
         turns = tuple(
             Turn(id=f"{sid}:{j}", speaker=_field(t, "role", "user"), text=_field(t, "content"))
-            for j, t in enumerate(_turns(turns_raw, source=source, session=sid))
-            if not (isinstance(t.get("content"), str) and not visible(t["content"]))
+            for j, t in kept
         )
         if turns:
             sessions.append(Session(sid, turns, time))
     sessions.sort(key=lambda s: s.time or datetime.min)
     return validate(Conversation(qid, tuple(sessions), ("user", "assistant")), source)
+
+
+def longmemeval_evidence(item: Any, source: str | None = None) -> list[str]:
+    """The evidence turns of one LongMemEval question: the ids (as
+    :func:`longmemeval_conversation` gives them) of the user turns marked ``has_answer``, once
+    each, in file order. The one gold-turn rule of the harness, the agent-path benchmark and
+    the fusion fit; assistant turns are never evidence here (RaMem stores the user's side)."""
+    return list(
+        dict.fromkeys(
+            f"{sid}:{j}"
+            for sid, _, kept in _longmemeval_sessions(item, source)
+            for j, t in kept
+            if t.get("has_answer") and t.get("role") == "user"
+        )
+    )
 
 
 def detect_format(data: Any) -> Format:

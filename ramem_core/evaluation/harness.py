@@ -43,6 +43,7 @@ from ramem_core.loaders import (
     detect_format,
     locomo_conversation,
     longmemeval_conversation,
+    longmemeval_evidence,
     read_json,
 )
 from ramem_core.memory import RaMem
@@ -702,14 +703,7 @@ def evaluate_longmemeval(
     with (out / "questions.jsonl").open("w", encoding="utf-8") as sink:
         for done, item in enumerate(items, start=1):
             qid = str(item["question_id"])
-            gold_turns = [
-                f"{sid}:{j}"
-                for sid, session in zip(
-                    item["haystack_session_ids"], item["haystack_sessions"], strict=True
-                )
-                for j, t in enumerate(session)
-                if t.get("has_answer") and t.get("role") == "user"
-            ]
+            gold_turns = longmemeval_evidence(item, qid)
             if qid.endswith("_abs"):
                 skipped["abstention"] += 1
             elif not gold_turns:

@@ -123,3 +123,31 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_unknown_format(tmp_path: Path) -> None:
     with pytest.raises(ConversationFormatError, match="unknown conversation format"):
         load_conversations(write(tmp_path, {"hello": 1}))
+
+
+def test_longmemeval_evidence_names_turns_as_the_loader_does() -> None:
+    """One gold-turn rule: user turns marked ``has_answer``, with the ids the conversation
+    has (a repeated session's ``~2``), never an assistant turn or one the loader skipped."""
+    from ramem_core.loaders import longmemeval_conversation, longmemeval_evidence
+
+    def turn(role: str, text: str, answer: bool = False) -> dict[str, object]:
+        return {"role": role, "content": text, "has_answer": answer}
+
+    item = {
+        "question_id": "q1",
+        "haystack_session_ids": ["s1", "s2", "s1"],
+        "haystack_dates": [
+            "2023/05/20 (Sat) 02:21",
+            "2023/05/21 (Sun) 10:00",
+            "2023/05/22 (Mon) 09:00",
+        ],
+        "haystack_sessions": [
+            [turn("user", "I live in Lisbon.", True), turn("assistant", "Nice!", True)],
+            [turn("user", "\u200b", True), turn("user", "Nothing here.")],
+            [turn("user", "Hello."), turn("user", "I moved to Porto.", True)],
+        ],
+    }
+    gold = longmemeval_evidence(item)
+    assert gold == ["s1:0", "s1~2:1"]
+    ids = {t.id for s in longmemeval_conversation(item).sessions for t in s.turns}
+    assert set(gold) <= ids
