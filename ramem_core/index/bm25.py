@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,16 +57,30 @@ class LexicalIndex:
         self._total_length = 0.0
         self._length_array: npt.NDArray[np.float32] | None = None
         self._dead: list[int] = []
+        # documents still growing (a live session's document): their counts are held here,
+        # in growth order, and posted only when they are removed and added again
+        self._open: dict[int, dict[str, float]] = {}
         self._tip = True  # no newer index appended to the shared posting lists yet
         # posting arrays of an index built in bulk or loaded from a file (read-only; lists
         # made on first append)
         self._base = _Columns({}, [0], np.zeros(0, np.int64), np.zeros(0, np.float32))
 
     def evolve(
-        self, removed: Iterable[int], added: Sequence[dict[str, float]]
+        self,
+        removed: Iterable[int],
+        added: Sequence[dict[str, float]],
+        grown: Mapping[int, dict[str, float]] | None = None,
     ) -> tuple[LexicalIndex, list[int]]:
-        """A new index without the ``removed`` documents and with ``added`` ones appended,
-        and the ids of the added ones. This index is left unchanged (copy on write)."""
+        """A new index without the ``removed`` documents, with ``added`` ones appended and
+        the ``grown`` documents' counts increased by theirs, and the ids of the added
+        documents followed by the (new) ids of the grown ones. This index is left unchanged
+        (copy on write).
+
+        A grown document stays *open*: its counts are kept apart from the posting lists, so
+        growing it again costs the new terms, not the whole document (a live session's
+        document grows by one turn at a time). The first growth of a posted document moves it
+        to a new id (removed and opened); an open document keeps its id.
+        """
         new = LexicalIndex(self.k1, self.b)
         new._docs = self._docs.copy()
         new._base = self._base
@@ -85,9 +99,63 @@ class LexicalIndex:
         new._live = self._live
         new._total_length = self._total_length
         new._dead = list(self._dead)
+        new._open = dict(self._open)
         for doc in removed:
             new.remove(doc)
-        return new, [new.add(counts) for counts in added]
+        ids = [new.add(counts) for counts in added]
+        return new, ids + [new._grow(doc, delta) for doc, delta in (grown or {}).items()]
+
+    def _grow(self, doc: int, delta: dict[str, float]) -> int:
+        """Add ``delta`` to document ``doc``'s counts (open it first if it is posted)."""
+        if doc not in self._open:
+            counts = self._docs[doc]
+            if counts is None:
+                raise KeyError(f"document {doc} was removed")
+            self.remove(doc)
+            doc = len(self._docs)
+            self._docs.append(None)
+            self._lengths.append(0.0)
+            self._live += 1
+            self._open[doc] = {}
+            delta = {**counts, **{t: counts.get(t, 0.0) + tf for t, tf in delta.items()}}
+        counts = dict(self._open.pop(doc))
+        added = 0.0
+        for term, tf in delta.items():
+            if tf <= 0:
+                continue
+            if term not in counts:
+                self._df[term] += 1
+                counts[term] = tf
+            else:
+                counts[term] += tf
+            added += tf
+        self._open[doc] = counts  # the most recently grown last
+        self._docs[doc] = counts
+        self._lengths[doc] += added
+        self._total_length += added
+        self._length_array = None
+        return doc
+
+    @property
+    def opened(self) -> list[int]:
+        """The open documents, least recently grown first."""
+        return list(self._open)
+
+    @property
+    def size(self) -> int:
+        """Number of document ids (removed ones included)."""
+        return len(self._docs)
+
+    def validate(self, what: str = "lexical index") -> None:
+        """Raise ``ValueError`` naming the first inconsistency of this index's arrays (a
+        loaded file is checked with this)."""
+        size = len(self._docs)
+        if len(self._lengths) != size:
+            raise ValueError(f"inconsistent snapshot: {what} lengths")
+        if not self._base.consistent(size):
+            raise ValueError(f"inconsistent snapshot: {what} postings")
+        if isinstance(self._docs, FrozenDocs) and not self._docs.consistent():
+            raise ValueError(f"inconsistent snapshot: {what} document terms")
 
     @property
     def live(self) -> int:
@@ -179,6 +247,7 @@ class LexicalIndex:
         if counts is None:
             return
         self._docs[doc] = None
+        self._open.pop(doc, None)
         self._live -= 1
         self._total_length -= self._lengths[doc]
         for term in counts:
@@ -222,6 +291,11 @@ class LexicalIndex:
             idf = float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
             docs, tfs = self._posting(term)
             out[docs] += qtf * idf * tfs * (self.k1 + 1.0) / (tfs + norm[docs])
+            for doc, counts in self._open.items():  # open documents are not posted
+                tf = counts.get(term)
+                if tf:
+                    value = np.float32(tf)
+                    out[doc] += qtf * idf * value * (self.k1 + 1.0) / (value + norm[doc])
         if self._dead:
             out[self._dead] = 0.0
         return out
@@ -229,17 +303,30 @@ class LexicalIndex:
     def __getstate__(self) -> dict[str, Any]:
         """Columnar state for a snapshot file: posting and document arrays, no per-term or
         per-document Python objects, so a 100k-document index loads in milliseconds."""
-        terms = sorted({*self._postings, *self._base})
-        postings = [self._posting(term) for term in terms]
-        docs = self._docs
-        n = len(docs)
+        opened: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for doc, grown in self._open.items():  # posted in the file: a loaded index has none
+            for term, tf in grown.items():
+                opened[term].append((doc, tf))
+        terms = sorted({*self._postings, *self._base, *opened})
+        postings = []
+        for term in terms:
+            docs, tfs = self._posting(term)
+            if term in opened:
+                extra = opened[term]
+                ids = np.concatenate([docs, np.asarray([d for d, _ in extra], np.int64)])
+                values = np.concatenate([tfs, np.asarray([t for _, t in extra], np.float32)])
+                order = np.argsort(ids, kind="stable")
+                docs, tfs = ids[order], values[order]
+            postings.append((docs, tfs))
+        documents = self._docs
+        n = len(documents)
         vocabulary = {term: i for i, term in enumerate(terms)}
         alive = np.ones(n, dtype=bool)
         offsets = np.zeros(n + 1, dtype=np.int64)
         doc_terms: list[int] = []
         doc_tfs: list[float] = []
         for doc in range(n):
-            counts = docs[doc]
+            counts = documents[doc]
             if counts is None:
                 alive[doc] = False
             else:
@@ -392,6 +479,16 @@ class FrozenDocs:
 
     def append(self, counts: dict[str, float] | None) -> None:
         self._extra.append(counts)
+
+    def consistent(self) -> bool:
+        """True when the offsets cut the term and value arrays and every term id is in the
+        vocabulary (a loaded file is checked with this)."""
+        offsets, terms = self._offsets, self._terms
+        return bool(
+            len(offsets) == len(self._alive) + 1
+            and int(offsets[-1]) == len(terms) == len(self._tfs)
+            and ((terms >= 0) & (terms < len(self._vocabulary))).all()
+        )
 
     def copy(self) -> FrozenDocs:
         """A copy sharing the arrays (never written) with its own changes."""

@@ -132,6 +132,11 @@ class Rows:
         return grown, data[:end]
 
 
+OPEN_SESSIONS = 8
+"""Session documents kept open (growing by each live turn's words, not re-posted whole): the
+most recently grown ones; an older one is posted again when a ninth opens. Scoring reads the
+open documents term by term, so the bound keeps that cost fixed."""
+
 DENSE_PATCH_LIMIT = 512
 """Rows whose dense windows changed after they were appended are kept apart (a live session's
 last turns, whose windows grow) until there are this many; then the windows are rewritten
@@ -299,7 +304,11 @@ class EpisodicIndex:
         """The index of ``units``: this index's units with the rows ``replaced`` changed in
         place (same content, new context) and new units appended after them.
 
-        Only the sessions those rows belong to are re-keyed; this index is left unchanged.
+        Only the sessions those rows belong to are re-keyed; this index is left unchanged. A
+        session that only gained turns after its last one, with its date words unchanged
+        (a live session), costs its new turns: the keys and windows of its tail are rebuilt,
+        and its session document grows by the new turns' words
+        (:meth:`LexicalIndex.evolve`'s ``grown``), whatever the session's length.
         """
         n_old, n = len(self.session_of), len(units)
         new = EpisodicIndex.__new__(EpisodicIndex)  # not copy.copy: that pickles
@@ -325,35 +334,40 @@ class EpisodicIndex:
         added_keys: list[dict[str, float]] = []
         key_rows: list[int] = []
         removed_sessions, added_sessions, session_numbers = [], [], []
+        grown_sessions: dict[int, dict[str, float]] = {}
+        grown_numbers: list[int] = []
+        tails: dict[int, int] = {}  # session -> first position whose window may change
         edited = {int(self.session_of[row]) for row in replaced}
+        reach = len(self.keys.neighbours)
         for number in sorted(touched):
             old_rows = new.session_rows[number]
             fresh = fresh_sessions[number]
             appended_only = bool(len(old_rows)) and bool(fresh) and number not in edited
-            if appended_only and min(map(_turn_order(units), fresh)) >= _turn_order(units)(
+            at_end = appended_only and min(map(_turn_order(units), fresh)) >= _turn_order(units)(
                 int(old_rows[-1])
-            ):  # new turns after the last one (live use): no re-sort
+            )
+            if at_end:  # new turns after the last one (live use): no re-sort
                 rows = np.concatenate([old_rows, _in_turn_order(units, fresh)])
+                tails[number] = len(old_rows)
             else:
                 rows = _in_turn_order(units, [*map(int, old_rows), *fresh])
             new.session_rows[number] = rows
             # only keys that change are rebuilt: around new turns (their neighbours see them),
             # or all of the session's when its date words changed
-            reach = len(self.keys.neighbours)
-            positions: set[int] | None = None
+            positions: Iterable[int] | None = None
             date = new._date(units, rows)
-            if number < len(new.session_dates) and date == new.session_dates[number]:
-                positions = set()
+            same_date = number < len(new.session_dates) and date == new.session_dates[number]
+            if same_date and at_end:  # the new turns are the tail: only it is re-keyed
+                positions = range(max(0, len(old_rows) - reach), len(rows))
+            elif same_date:
+                found: set[int] = set()
                 for i, row in enumerate(rows.tolist()):
                     if row >= n_old:
-                        positions.update(range(max(0, i - reach), min(len(rows), i + reach + 1)))
-            ordered = sorted(positions) if positions is not None else range(len(rows))
-            whole = None
-            if positions is not None and appended_only and number < len(self.session_doc):
-                whole = dict(self.sessions.document(int(self.session_doc[number])) or {})
-                for row in fresh:
-                    add_weighted(whole, new.own_counts[row], 1.0)
-            row_keys, whole = new._session_keys(units, rows, ordered, whole)
+                        found.update(range(max(0, i - reach), min(len(rows), i + reach + 1)))
+                positions = sorted(found)
+            ordered = list(positions) if positions is not None else range(len(rows))
+            grow = same_date and at_end and number < len(self.session_doc)
+            row_keys, whole = new._session_keys(units, rows, ordered, {} if grow else None)
             if number < len(new.session_dates):
                 new.session_dates[number] = date
             else:
@@ -366,6 +380,13 @@ class EpisodicIndex:
                     removed_keys.append(doc)
                 added_keys.append(key)
                 key_rows.append(position)
+            if grow:  # the session document grows by its new turns' words
+                delta: dict[str, float] = {}
+                for row in fresh:
+                    add_weighted(delta, new.own_counts[row], 1.0)
+                grown_sessions[int(self.session_doc[number])] = delta
+                grown_numbers.append(number)
+                continue
             if number < len(self.session_doc):
                 removed_sessions.append(int(self.session_doc[number]))
             added_sessions.append(whole)
@@ -373,10 +394,20 @@ class EpisodicIndex:
         new.lexical, docs = self.lexical.evolve(removed_keys, added_keys)
         new.row_doc = np.concatenate([self.row_doc, np.zeros(n - n_old, dtype=np.int64)])
         new.row_doc[key_rows] = docs
-        new.sessions, docs = self.sessions.evolve(removed_sessions, added_sessions)
-        new.session_doc = np.zeros(len(new.session_rows), dtype=np.int64)
-        new.session_doc[: len(self.session_doc)] = self.session_doc
-        new.session_doc[session_numbers] = docs
+        session_doc = np.zeros(len(new.session_rows), dtype=np.int64)
+        session_doc[: len(self.session_doc)] = self.session_doc
+        # open session documents beyond the limit are posted again (removed and added)
+        stale = [d for d in self.sessions.opened if d not in grown_sessions]
+        for doc in stale[: max(0, len(stale) + len(grown_sessions) - OPEN_SESSIONS)]:
+            number = int(np.flatnonzero(session_doc == doc)[0])
+            if number in session_numbers:
+                continue  # re-added whole already
+            removed_sessions.append(doc)
+            added_sessions.append(dict(self.sessions.document(doc) or {}))
+            session_numbers.append(number)
+        new.sessions, docs = self.sessions.evolve(removed_sessions, added_sessions, grown_sessions)
+        session_doc[session_numbers + grown_numbers] = docs
+        new.session_doc = session_doc
         if self.own is not None:
             new.own, docs = self.own.evolve([], new.own_counts[n_old:])
             new.own_doc = np.concatenate([self.own_doc, np.asarray(docs, dtype=np.int64)])
@@ -393,7 +424,18 @@ class EpisodicIndex:
             patch = dict(self._patch)
             for number in touched:
                 rows = new.session_rows[number]
-                windows, scales = new._window(vectors, rows)
+                if number in tails:  # only the tail's windows can change: computed from
+                    # ``window`` rows before it, so its first rows see their whole window
+                    first = max(0, tails[number] - self.keys.window)
+                    start = max(0, first - self.keys.window)
+                    windows, scales = new._window(vectors, rows[start:])
+                    windows, scales, rows = (
+                        windows[first - start :],
+                        scales[first - start :],
+                        rows[first:],
+                    )
+                else:
+                    windows, scales = new._window(vectors, rows)
                 added = rows >= n_old
                 neighbours[rows[added] - n_old] = windows[added]
                 scale[rows[added] - n_old] = scales[added]
@@ -415,6 +457,52 @@ class EpisodicIndex:
                 patch = {}
             new._patch = patch
         return new
+
+    def validate(self, n: int, vectors: npt.NDArray[np.float32] | None) -> None:
+        """Raise ``ValueError`` naming the first inconsistency with ``n`` memories and the
+        snapshot's ``vectors`` (a loaded file is checked with this)."""
+
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                raise ValueError(f"inconsistent snapshot: {what}")
+
+        def rows(array: Any, what: str, kind: str) -> None:
+            need(isinstance(array, np.ndarray), f"index.{what} is not an array")
+            need(array.dtype.kind == kind, f"index.{what} has dtype {array.dtype}")
+            need(array.shape[:1] == (n,), f"index.{what} has {array.shape[:1]} rows, not {n}")
+
+        need(self.vectors is vectors, "the index's vectors are not the snapshot's")
+        for name in ("session_of", "row_doc", "own_doc"):
+            rows(getattr(self, name), name, "i")
+        sessions = len(self.session_rows)
+        need(
+            n == 0 or bool(((self.session_of >= 0) & (self.session_of < sessions)).all()),
+            "session numbers out of range",
+        )
+        flat = np.fromiter((r for group in self.session_rows for r in group), dtype=np.int64)
+        need(bool(((flat >= 0) & (flat < max(n, 1))).all()), "session rows out of range")
+        need(len(self.session_dates) == sessions, "session dates")
+        need(len(self.session_doc) == sessions, "session documents")
+        for name, docs in (
+            ("lexical", self.row_doc),
+            ("sessions", self.session_doc),
+            ("own", self.own_doc),
+        ):
+            lexical = getattr(self, name)
+            if lexical is None:
+                continue
+            need(isinstance(lexical, LexicalIndex), f"index.{name} is not a lexical index")
+            lexical.validate(f"index.{name}")
+            need(
+                len(docs) == 0 or bool(((docs >= 0) & (docs < lexical.size)).all()),
+                f"index.{name} documents out of range",
+            )
+        if self.neighbours is not None:
+            rows(self.neighbours, "neighbours", "i")
+            need(self.neighbours.ndim == 2, "index.neighbours is not a matrix")
+            need(bool(((self.neighbours >= -1) & (self.neighbours < n)).all()), "neighbours")
+        if self.window_scale is not None:
+            rows(self.window_scale, "window_scale", "f")
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)

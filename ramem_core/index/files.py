@@ -40,14 +40,18 @@ from typing import Any
 import numpy as np
 
 from ramem_core.index.bm25 import FrozenDocs, LexicalIndex
+from ramem_core.index.columns import MemoryColumns
 from ramem_core.index.episodic import EpisodicIndex, EpisodicKeys
-from ramem_core.index.snapshot import Snapshot, SpanArrays, StoredUnits
+from ramem_core.index.snapshot import Snapshot, StoredUnits
 from ramem_core.types import Granularity, TimeSpan, Version
 
 log = logging.getLogger(__name__)
 
-FORMAT = 5
-"""Raised whenever what a file holds changes shape; older files are then ignored."""
+FORMAT = 6
+"""Raised whenever what a file holds changes shape; older files are then ignored (and the
+snapshot rebuilt from the store). 6: per-memory facts as named columns
+(:class:`~ramem_core.index.columns.MemoryColumns`), per-session turn counts and speakers,
+open session documents."""
 
 MIN_MEMORIES = 2_000
 """In a local directory, snapshots of at least this many memories are written when built from
@@ -148,7 +152,7 @@ CLASSES: dict[str, type] = {
     for cls in (
         Snapshot,
         StoredUnits,
-        SpanArrays,
+        MemoryColumns,
         EpisodicIndex,
         EpisodicKeys,
         LexicalIndex,
@@ -312,83 +316,9 @@ class _Decoder:
 
 
 def check(snap: Snapshot, dimension: int) -> None:
-    """Raise ``ValueError`` naming the first inconsistency of a loaded snapshot: its arrays
-    must describe as many memories as its units, with the dtypes and bounds built ones have."""
-    n = len(snap.units)
-
-    def need(ok: bool, what: str) -> None:
-        if not ok:
-            raise ValueError(f"inconsistent snapshot: {what}")
-
-    def rows(array: Any, what: str, kind: str, width: int | None = None) -> None:
-        need(isinstance(array, np.ndarray), f"{what} is not an array")
-        need(array.dtype.kind == kind, f"{what} has dtype {array.dtype}")
-        shape = (n,) if width is None else (n, width)
-        need(array.shape == shape, f"{what} has shape {array.shape}, not {shape}")
-
-    if isinstance(snap.units, StoredUnits):
-        need(all(len(c) == n for c in snap.units.columns()), "unit columns differ in length")
-    if snap.vectors is not None:
-        rows(snap.vectors, "vectors", "f", dimension)
-        need(snap.vectors.dtype == np.float32, "vectors are not float32")
-    for name in ("session", "event"):
-        spans = getattr(snap, name)
-        need(isinstance(spans, SpanArrays), f"{name} spans missing")
-        rows(spans.known, f"{name}.known", "b")
-        rows(spans.start, f"{name}.start", "i")
-        rows(spans.end, f"{name}.end", "i")
-    rows(snap.timed, "timed", "b")
-    rows(snap.derived, "derived", "b")
-    index = snap.index
-    need(isinstance(index, EpisodicIndex), "no episodic index")
-    need(index.vectors is snap.vectors, "the index's vectors are not the snapshot's")
-    for name in ("session_of", "row_doc", "own_doc"):
-        rows(getattr(index, name), f"index.{name}", "i")
-    sessions = len(index.session_rows)
-    need(
-        bool(((index.session_of >= 0) & (index.session_of < max(sessions, 1))).all()) or n == 0,
-        "session numbers out of range",
-    )
-    flat = np.fromiter((r for group in index.session_rows for r in group), dtype=np.int64)
-    need(bool(((flat >= 0) & (flat < max(n, 1))).all()), "session rows out of range")
-    need(len(index.session_dates) == sessions, "session dates")
-    for name, docs in (
-        ("lexical", index.row_doc),
-        ("sessions", index.session_doc),
-        ("own", index.own_doc),
-    ):
-        lexical = getattr(index, name)
-        if lexical is None:
-            continue
-        need(isinstance(lexical, LexicalIndex), f"index.{name} is not a lexical index")
-        size = len(lexical._docs)
-        need(len(lexical._lengths) == size, f"index.{name} lengths")
-        need(
-            bool(((docs >= 0) & (docs < max(size, 1))).all()) or len(docs) == 0,
-            f"index.{name} documents out of range",
-        )
-        need(lexical._base.consistent(size), f"index.{name} postings")
-        if isinstance(lexical._docs, FrozenDocs):
-            frozen = lexical._docs
-            need(len(frozen._offsets) == len(frozen._alive) + 1, f"index.{name} offsets")
-            need(
-                int(frozen._offsets[-1]) == len(frozen._terms) == len(frozen._tfs),
-                f"index.{name} document terms",
-            )
-            need(
-                bool(((frozen._terms >= 0) & (frozen._terms < len(frozen._vocabulary))).all()),
-                f"index.{name} term ids",
-            )
-    if index.neighbours is not None:
-        rows(
-            index.neighbours,
-            "index.neighbours",
-            "i",
-            index.neighbours.shape[1] if index.neighbours.ndim == 2 else -1,
-        )
-        need(bool(((index.neighbours >= -1) & (index.neighbours < n)).all()), "neighbours")
-    if index.window_scale is not None:
-        rows(index.window_scale, "index.window_scale", "f")
+    """Raise ``ValueError`` naming the first inconsistency of a loaded snapshot (each class
+    validates its own arrays: :meth:`Snapshot.validate`)."""
+    snap.validate(dimension)
 
 
 def pack(arrays: list[np.ndarray]) -> tuple[list[list[Any]], np.ndarray]:

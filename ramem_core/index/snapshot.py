@@ -25,6 +25,8 @@ from typing import SupportsIndex, overload
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.index.columns import Mask as Mask
+from ramem_core.index.columns import MemoryColumns, SpanArrays
 from ramem_core.index.episodic import (
     EpisodicIndex,
     EpisodicKeys,
@@ -35,43 +37,7 @@ from ramem_core.index.episodic import (
 from ramem_core.store.codec import from_record, to_metadata
 from ramem_core.types import Granularity, Kind, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
-Mask = npt.NDArray[np.bool_]
-
-
-@dataclass(frozen=True, slots=True)
-class SpanArrays:
-    """Epoch-second bounds of one episodic span field; ``known`` is False where unknown."""
-
-    known: Mask
-    start: npt.NDArray[np.int64]
-    end: npt.NDArray[np.int64]
-
-
-def _says_when(unit: MemoryUnit) -> bool:
-    """True when ``unit`` says when: it has an event time or mentions a time."""
-    return unit.context.event_time is not None or bool(unit.context.mentions)
-
-
-def _derived(unit: MemoryUnit) -> bool:
-    """True for a question or an assistant's reply: not first-hand evidence."""
-    return unit.context.kind is not Kind.STATEMENT
-
-
-def _spans_grown(spans: SpanArrays, size: int) -> SpanArrays:
-    """A copy of ``spans`` grown to ``size`` rows (the new ones unknown)."""
-    grow = size - len(spans.known)
-    return SpanArrays(
-        np.concatenate([spans.known, np.zeros(grow, dtype=bool)]),
-        np.concatenate([spans.start, np.zeros(grow, dtype=np.int64)]),
-        np.concatenate([spans.end, np.zeros(grow, dtype=np.int64)]),
-    )
-
-
-def _set_span(arrays: SpanArrays, rows: Sequence[int], span: TimeSpan | None) -> None:
-    """Give ``rows`` one span, in place."""
-    arrays.known[rows] = span is not None
-    arrays.start[rows] = to_epoch(span.start) if span else 0
-    arrays.end[rows] = to_epoch(span.end) if span else 0
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 SessionKey = tuple[str, str]
@@ -112,14 +78,6 @@ def _respanned(unit: MemoryUnit, spans: Mapping[SessionKey, TimeSpan]) -> Memory
     if span is None or span == unit.context.session_span:
         return unit
     return replace(unit, context=replace(unit.context, session_span=span))
-
-
-def _span_arrays(spans: Sequence[TimeSpan | None]) -> SpanArrays:
-    return SpanArrays(
-        known=np.array([s is not None for s in spans], dtype=bool),
-        start=np.array([to_epoch(s.start) if s else 0 for s in spans], dtype=np.int64),
-        end=np.array([to_epoch(s.end) if s else 0 for s in spans], dtype=np.int64),
-    )
 
 
 class StoredUnits(Sequence[MemoryUnit]):
@@ -220,6 +178,11 @@ class StoredUnits(Sequence[MemoryUnit]):
     def extend(self, units: Iterable[MemoryUnit]) -> None:
         self._extra.extend(units)
 
+    def validate(self, n: int) -> None:
+        """Raise ``ValueError`` unless the stored columns hold ``n`` units."""
+        if not all(len(c) == n for c in self.columns()):
+            raise ValueError("unit columns differ in length")
+
     def copy(self) -> StoredUnits:
         new = StoredUnits.__new__(StoredUnits)
         new._ids, new._contents, new._metadata = self._ids, self._contents, self._metadata
@@ -259,19 +222,24 @@ class Snapshot:
         self.vectors = vectors
         self._vector_rows = None if vectors is None else Rows.of(vectors)
         self.position = {u.id: i for i, u in enumerate(self.units)}
-        self._session_rows: dict[SessionKey, list[int]] = {}
+        session_rows: dict[SessionKey, list[int]] = {}
         self._latest: dict[str, tuple[int, str]] = {}  # conversation -> its latest session
+        # per session: turns so far (the highest turn index + 1) and speakers in order
+        self._session_turns: dict[SessionKey, int] = {}
+        self._session_speakers: dict[SessionKey, tuple[str, ...]] = {}
         for row, unit in enumerate(self.units):
-            self._session_rows.setdefault(session_key(unit), []).append(row)
+            session_rows.setdefault(session_key(unit), []).append(row)
             self._note_session(self._latest, unit)
-        self.session = _span_arrays([self._session_span.get(session_key(u)) for u in self.units])
-        self.event = _span_arrays([u.context.event_time for u in self.units])
-        self.timed: Mask = np.array([_says_when(u) for u in self.units], dtype=bool)
-        self.derived: Mask = np.array([_derived(u) for u in self.units], dtype=bool)
+            self._note_turn(self._session_turns, self._session_speakers, unit)
+        self._session_rows = {
+            key: np.asarray(rows, dtype=np.int64) for key, rows in session_rows.items()
+        }
+        self.columns = MemoryColumns.of(self.units, self._session_span)
         self.names = tuple(sorted({p for u in self.units for p in u.context.participants}))
         self._speakers: dict[tuple[str, str], frozenset[str]] = {}
         for unit in self.units:
-            if not _derived(unit):  # an agent's exchanges are no episode of these people
+            # an agent's exchanges are no episode of these people
+            if unit.context.kind is Kind.STATEMENT:
                 key = session_key(unit)
                 self._speakers[key] = self._speakers.get(key, frozenset()) | speaker_names(unit)
         self.ubiquitous = self._ubiquitous()
@@ -286,6 +254,26 @@ class Snapshot:
 
     def __len__(self) -> int:
         return len(self.units)
+
+    @property
+    def session(self) -> SpanArrays:
+        """Every memory's session span (epoch seconds; its whole session's)."""
+        return self.columns.session
+
+    @property
+    def event(self) -> SpanArrays:
+        """Every memory's event time (epoch seconds)."""
+        return self.columns.event
+
+    @property
+    def timed(self) -> Mask:
+        """Memories that say when (an event time or a mentioned time)."""
+        return self.columns["timed"]  # type: ignore[return-value]
+
+    @property
+    def derived(self) -> Mask:
+        """Recorded questions and replies: not first-hand evidence."""
+        return self.columns["derived"]  # type: ignore[return-value]
 
     @property
     def nbytes(self) -> int:
@@ -310,6 +298,28 @@ class Snapshot:
         ids = units.ids() if isinstance(units, StoredUnits) else [u.id for u in units]
         self.position = {unit_id: row for row, unit_id in enumerate(ids)}
 
+    def validate(self, dimension: int) -> None:
+        """Raise ``ValueError`` naming the first inconsistency (a loaded snapshot file is
+        checked with this before use): every part describes as many memories as the units,
+        with the dtypes and bounds built ones have."""
+        n = len(self.units)
+        if isinstance(self.units, StoredUnits):
+            self.units.validate(n)
+        if self.vectors is not None:
+            v = self.vectors
+            if not isinstance(v, np.ndarray) or v.dtype != np.float32 or v.shape != (n, dimension):
+                msg = f"inconsistent snapshot: vectors are not float32 of shape ({n}, {dimension})"
+                raise ValueError(msg)
+        self.columns.validate(n)
+        for key, rows in self._session_rows.items():
+            if not isinstance(rows, np.ndarray) or rows.dtype.kind != "i":
+                raise ValueError(f"inconsistent snapshot: rows of session {key} are not integers")
+            if len(rows) and (rows.min() < 0 or rows.max() >= n):
+                raise ValueError(f"inconsistent snapshot: rows of session {key} out of range")
+            if key not in self._session_turns or key not in self._session_speakers:
+                raise ValueError(f"inconsistent snapshot: session {key} has no turn count")
+        self.index.validate(n, self.vectors)
+
     @staticmethod
     def _note_session(latest: dict[str, tuple[int, str]], unit: MemoryUnit) -> None:
         ctx = unit.context
@@ -317,9 +327,21 @@ class Snapshot:
         if held is None or (ctx.session_index, ctx.session_id) > held:
             latest[ctx.conversation_id] = (ctx.session_index, ctx.session_id)
 
-    def session_rows(self, key: SessionKey) -> list[int]:
+    @staticmethod
+    def _note_turn(
+        turns: dict[SessionKey, int],
+        speakers: dict[SessionKey, tuple[str, ...]],
+        unit: MemoryUnit,
+    ) -> None:
+        key, ctx = session_key(unit), unit.context
+        turns[key] = max(turns.get(key, 0), ctx.turn_index + 1)
+        held = speakers.get(key, ())
+        if ctx.speaker not in held:
+            speakers[key] = (*held, ctx.speaker)
+
+    def session_rows(self, key: SessionKey) -> npt.NDArray[np.int64]:
         """The rows of a session (``(conversation id, session id)``); none if unknown."""
-        return self._session_rows.get(key, [])
+        return self._session_rows.get(key, _NO_ROWS)
 
     def latest_session(self, conversation_id: str) -> SessionState | None:
         """The latest session of a conversation (the highest session index), as stored."""
@@ -328,13 +350,12 @@ class Snapshot:
             return None
         index, session_id = held
         key = (conversation_id, session_id)
-        units = [self.units[row] for row in self._session_rows[key]]
         return SessionState(
             session_id=session_id,
             index=index,
             span=self._session_span.get(key),
-            turns=max(u.context.turn_index for u in units) + 1,
-            speakers=tuple(dict.fromkeys(u.context.speaker for u in units)),
+            turns=self._session_turns[key],
+            speakers=self._session_speakers[key],
         )
 
     def unit(self, row: int) -> MemoryUnit:
@@ -407,30 +428,35 @@ class Snapshot:
         new._session_span = spans
         new._session_rows = dict(self._session_rows)
         new._latest = dict(self._latest)
+        new._session_turns = dict(self._session_turns)
+        new._session_speakers = dict(self._session_speakers)
+        grown: dict[SessionKey, list[int]] = {}
         for i, unit in enumerate(appended, start=n_old):
-            key = session_key(unit)
-            new._session_rows[key] = [*new._session_rows.get(key, ()), i]
+            grown.setdefault(session_key(unit), []).append(i)
             self._note_session(new._latest, unit)
+            self._note_turn(new._session_turns, new._session_speakers, unit)
+        for key, rows_added in grown.items():
+            held_rows = new._session_rows.get(key, _NO_ROWS)
+            new._session_rows[key] = np.concatenate([held_rows, rows_added]).astype(np.int64)
+        for key in {session_key(unit) for _, unit in replaced}:  # a turn index may have moved
+            new._session_turns[key] = 1 + max(
+                new.units[r].context.turn_index for r in new._session_rows[key].tolist()
+            )
         for key in respan:  # a stored span was rewritten: it may also have shrunk
             derived = session_spans([new.units[r] for r in new._session_rows[key]]).get(key)
             if derived is None:
                 spans.pop(key, None)
             else:
                 spans[key] = derived
-        touched = [row for row, _ in replaced] + list(range(n_old, len(new.units)))
-        new.session = _spans_grown(self.session, len(new.units))
-        for key in {session_key(new.units[row]) for row in touched}:
+        columns = self.columns.concat(MemoryColumns.of(appended, spans))
+        columns = columns.with_rows(
+            [row for row, _ in replaced], MemoryColumns.of([u for _, u in replaced], spans)
+        )
+        touched = {session_key(unit) for unit in [*appended, *(u for _, u in replaced)]}
+        for key in touched:  # a session whose span changed: every row of it
             if key not in self._session_span or spans.get(key) != self._session_span[key]:
-                _set_span(new.session, new._session_rows[key], spans.get(key))
-        for row in touched:
-            _set_span(new.session, [row], spans.get(session_key(new.units[row])))
-        new.event = _spans_grown(self.event, len(new.units))
-        new.timed = np.concatenate([self.timed, np.zeros(len(appended), dtype=bool)])
-        new.derived = np.concatenate([self.derived, np.zeros(len(appended), dtype=bool)])
-        for row in touched:
-            _set_span(new.event, [row], new.units[row].context.event_time)
-            new.timed[row] = _says_when(new.units[row])
-            new.derived[row] = _derived(new.units[row])
+                columns = columns.with_session(new._session_rows[key], spans.get(key))
+        new.columns = columns
         added = {p for u in appended for p in u.context.participants}
         if not added <= set(self.names):
             new.names = tuple(sorted(set(self.names) | added))
@@ -438,7 +464,7 @@ class Snapshot:
         new._people = dict(self._people)
         for i, unit in enumerate(appended, start=n_old):
             key = session_key(unit)
-            if not _derived(unit):
+            if unit.context.kind is Kind.STATEMENT:
                 new._speakers[key] = new._speakers.get(key, frozenset()) | speaker_names(unit)
             for name in {p.lower() for p in unit.context.participants}:
                 held = new._people.get(name, np.zeros(0, dtype=np.int64))

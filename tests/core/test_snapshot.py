@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ramem_core import EpisodicContext, MemoryUnit, TimeSpan
+from ramem_core.index.columns import COLUMNS
 from ramem_core.index.episodic import EpisodicKeys
 from ramem_core.types import Granularity
 from tests.conftest import unit_at
@@ -119,13 +120,20 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
                 got, want = _by_id(version, part(version)), _by_id(fresh, part(fresh))
                 assert got.keys() == want.keys()
                 np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)
-        for spans in ("session", "event"):
-            for field in ("known", "start", "end"):
-                got = _by_id(version, getattr(getattr(version, spans), field))
-                want = _by_id(fresh, getattr(getattr(fresh, spans), field))
-                assert got == want, f"{spans}.{field}"
-        assert _by_id(version, version.timed) == _by_id(fresh, fresh.timed)
+        for column in COLUMNS:  # every declared per-memory fact, a new one included
+            got = _by_id(version, version.columns[column.name])
+            want = _by_id(fresh, fresh.columns[column.name])
+            assert got == want, column.name
         assert any(fresh.timed)
+        for unit in version.units:  # the per-session state a live writer continues from
+            key = (unit.context.conversation_id, unit.context.session_id)
+            assert version._session_turns[key] == fresh._session_turns[key]
+            assert version._session_speakers[key] == fresh._session_speakers[key]
+            assert sorted(version.session_rows(key).tolist()) == sorted(
+                version.position[u.id]
+                for u in fresh.units
+                if fresh.position[u.id] in set(fresh.session_rows(key).tolist())
+            )
         assert version.time_range == fresh.time_range
         assert version.last_session_end == fresh.last_session_end
         assert version.names == fresh.names
@@ -197,3 +205,34 @@ def test_two_updates_of_one_snapshot_never_share_their_new_rows() -> None:
     )
     assert base.vectors is not None
     assert len(base.vectors) == len(history)
+
+
+def test_open_session_documents_are_bounded_and_score_as_rebuilt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Live sessions grow their documents without posting them again, at most
+    ``OPEN_SESSIONS`` at a time (the least recently grown is posted when another opens);
+    session scores stay those of a snapshot built from scratch."""
+    from ramem_core.index import episodic
+    from ramem_core.index.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+    from tests.conftest import unit_at
+
+    monkeypatch.setattr(episodic, "OPEN_SESSIONS", 2)
+    embedder = HashEmbedder()
+    topics = ["pottery bowl", "piano lesson", "garden roses", "river trip"]
+    units = [unit_at(f"{s}-0", f"S{s}", 0, f"Ann: {topics[s]} plans") for s in range(4)]
+    snap = Snapshot(units, embedder.embed([u.content for u in units]))
+    for turn in range(1, 4):
+        for s in range(4):  # four sessions live at once, interleaved
+            unit = unit_at(f"{s}-{turn}", f"S{s}", turn, f"Ann: more {topics[s]} talk {turn}")
+            units.append(unit)
+            updated = snap.updated([unit], {unit.id: embedder.embed([unit.content])[0]})
+            assert updated is not None
+            snap = updated
+            assert len(snap.index.sessions.opened) <= 2
+    fresh = Snapshot(units, embedder.embed([u.content for u in units]))
+    for query in ["pottery", "piano talk", "river trip plans", "garden"]:
+        got = _by_id(snap, snap.index.session_scores(query)[snap.index.session_of])
+        want = _by_id(fresh, fresh.index.session_scores(query)[fresh.index.session_of])
+        np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)

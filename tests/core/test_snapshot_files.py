@@ -423,3 +423,64 @@ def test_a_servers_workers_share_a_snapshot_directory(
     del keeper  # the shared state may go now
     with pytest.raises(ValueError, match="snapshot_dir is for a Chroma server"):
         RaMem.open(tmp_path / "local", snapshot_dir=shared, embedder=HashEmbedder())
+
+
+def test_a_file_of_an_older_format_is_refused_and_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file written before the per-memory columns (format 5) is not read: its header's
+    format differs, so the snapshot is built from the store and the file written anew."""
+    import io
+    import json
+
+    from ramem_core.index import files as files_module
+
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        before = _answers(memory)
+    path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
+    with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as data:
+        parts = {name: np.array(data[name]) for name in ("header", "tree", "data")}
+    header = json.loads(bytes(parts["header"]))
+    assert header["signature"]["format"] == files_module.FORMAT
+    header["signature"]["format"] = 5
+    parts["header"] = np.frombuffer(json.dumps(header).encode(), np.uint8)
+    with path.open("wb") as file:
+        np.savez(file, header=parts["header"], tree=parts["tree"], data=parts["data"])
+    with _open(tmp_path) as memory:
+        loads: list[str] = []
+        load = memory.store.load
+
+        def counted(namespace: str):
+            loads.append(namespace)
+            return load(namespace)
+
+        monkeypatch.setattr(memory.store, "load", counted)
+        assert _answers(memory) == before
+        assert loads == ["default"]  # rebuilt from the store, not read from the old file
+    again = json.loads(bytes(np.load(path, allow_pickle=False)["header"]))
+    assert again["signature"]["format"] == files_module.FORMAT  # written anew at close
+
+
+def test_a_declared_column_travels_every_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A per-memory fact declared once in ``COLUMNS`` is built, grown by a live turn,
+    written to a file, loaded and validated without any other change."""
+    from ramem_core.index import columns
+    from ramem_core.index.files import through_file
+    from ramem_core.index.snapshot import Snapshot
+    from tests.conftest import unit_at
+
+    extra = columns.Column("turn", np.int64, lambda u, _s: u.context.turn_index)
+    monkeypatch.setattr(columns, "COLUMNS", (*columns.COLUMNS, extra))
+    embedder = HashEmbedder()
+    units = [unit_at(f"t{i}", "S", i, f"Ann: turn {i} about pottery") for i in range(4)]
+    snap = Snapshot(units[:3], embedder.embed([u.content for u in units[:3]]))
+    grown = snap.updated([units[3]], {"t3": embedder.embed([units[3].content])[0]})
+    assert grown is not None
+    loaded = through_file(grown)
+    loaded.validate(embedder.dimension)
+    assert loaded.columns["turn"].tolist() == [0, 1, 2, 3]
+    broken = through_file(grown)
+    broken.columns._arrays["turn"] = broken.columns["turn"][:-1]
+    with pytest.raises(ValueError, match="column turn"):
+        broken.validate(embedder.dimension)
