@@ -6,23 +6,26 @@ import asyncio
 import functools
 import os
 import threading
-import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypedDict, TypeVar
 
 import numpy as np
 
-from ramem_core.anchoring import RuleAnchorer, unit_id
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+from ramem_core.anchoring import RuleAnchorer
 from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
 from ramem_core.frames import RuleFrameInducer
 from ramem_core.index.files import MIN_MEMORIES, SnapshotFiles
 from ramem_core.index.freshness import DEFAULT_CACHE_BYTES, Freshness
 from ramem_core.index.snapshot import SessionState
 from ramem_core.keyed import KeyedMemories
+from ramem_core.live import check_turn, place, placed
 from ramem_core.loaders import Format, conversation_from_dict, load_conversations
 from ramem_core.loaders import validate as validate_conversation
 from ramem_core.protocols import (
@@ -41,17 +44,12 @@ from ramem_core.types import (
     Conversation,
     EpisodicContext,
     Evidence,
-    Granularity,
     Kind,
     MemoryUnit,
     Recall,
     RecallFrame,
-    Session,
-    TimeSpan,
-    Turn,
 )
 from ramem_core.validation import (
-    MAX_CAPTION_CHARS,
     MAX_QUERY_CHARS,
     MAX_TEXT_CHARS,
     MAX_UNIT_CHARS,
@@ -77,6 +75,24 @@ def _default_embedder() -> Embedder:
     return MiniLMEmbedder()
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _in_thread(
+    method: Callable[Concatenate[RaMem, P], R],
+) -> Callable[Concatenate[RaMem, P], Coroutine[Any, Any, R]]:
+    """An async twin of ``method`` that runs it in a worker thread (the event loop is never
+    blocked by a store call or an embedding), with the same parameters and docs."""
+
+    @functools.wraps(method)
+    async def in_thread(self: RaMem, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(getattr(self, method.__name__), *args, **kwargs)
+
+    in_thread.__doc__ = f":meth:`{method.__name__}` in a worker thread.\n\n{method.__doc__}"
+    return in_thread
+
+
 def _snapshot_files(store: ChromaStore) -> SnapshotFiles | None:
     """Where a Chroma store's snapshot files are kept: a local directory's own
     ``ramem-snapshots`` (snapshots of :data:`MIN_MEMORIES` or more; a small one rebuilds
@@ -100,6 +116,21 @@ def default_path() -> Path:
         return Path(home)
     data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data) / "ramem"
+
+
+class Options(TypedDict, total=False):
+    """:class:`RaMem`'s keyword arguments that :meth:`RaMem.open` and :meth:`RaMem.ephemeral`
+    pass on (see :class:`RaMem` for each)."""
+
+    anchorer: Anchorer | None
+    inducer: FrameInducer | None
+    config: RetrievalConfig | None
+    counter: TokenCounter | None
+    llm: LLM | None
+    namespace: str
+    session_gap: timedelta
+    refresh_seconds: float
+    cache_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,15 +243,7 @@ class RaMem:
         client: Any = None,
         snapshot_dir: str | Path | None = None,
         embedder: Embedder | None = None,
-        anchorer: Anchorer | None = None,
-        inducer: FrameInducer | None = None,
-        config: RetrievalConfig | None = None,
-        counter: TokenCounter | None = None,
-        llm: LLM | None = None,
-        namespace: str = "default",
-        session_gap: timedelta = timedelta(hours=1),
-        refresh_seconds: float = 1.0,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        **options: Unpack[Options],
     ) -> RaMem:
         """Open a memory: a local directory (default :func:`default_path`); with ``host``, a
         Chroma server started with ``chroma run`` (``ssl``, ``headers``, ``tenant`` and
@@ -228,7 +251,7 @@ class RaMem:
         (an ``HttpClient`` you configured, a ``CloudClient``), which stays yours to close.
         ``snapshot_dir``: where a server's workers keep snapshot files (they may share it; a
         local directory keeps its own). ``embedder`` defaults to the shipped MiniLM; the other
-        arguments are :class:`RaMem`'s."""
+        keyword arguments are :class:`RaMem`'s (:class:`Options`)."""
         server_only = {"ssl": ssl, "headers": headers, "tenant": tenant, "database": database}
         given = [name for name, value in server_only.items() if value]
         if client is not None and (path is not None or host is not None or given):
@@ -258,46 +281,14 @@ class RaMem:
             )
         else:
             store = ChromaStore.persistent(path or default_path(), embedder)
-        return cls(
-            store,
-            anchorer=anchorer,
-            inducer=inducer,
-            config=config,
-            counter=counter,
-            llm=llm,
-            namespace=namespace,
-            session_gap=session_gap,
-            refresh_seconds=refresh_seconds,
-            cache_bytes=cache_bytes,
-            files=_snapshot_files(store),
-            owns_store=True,
-        )
+        return cls(store, files=_snapshot_files(store), owns_store=True, **options)
 
     @classmethod
-    def ephemeral(
-        cls,
-        *,
-        embedder: Embedder | None = None,
-        anchorer: Anchorer | None = None,
-        inducer: FrameInducer | None = None,
-        config: RetrievalConfig | None = None,
-        counter: TokenCounter | None = None,
-        llm: LLM | None = None,
-        namespace: str = "default",
-        session_gap: timedelta = timedelta(hours=1),
-    ) -> RaMem:
-        """An in-memory memory (nothing persists), e.g. for demos and tests."""
-        return cls(
-            ChromaStore.ephemeral(embedder or _default_embedder()),
-            anchorer=anchorer,
-            inducer=inducer,
-            config=config,
-            counter=counter,
-            llm=llm,
-            namespace=namespace,
-            session_gap=session_gap,
-            owns_store=True,
-        )
+    def ephemeral(cls, *, embedder: Embedder | None = None, **options: Unpack[Options]) -> RaMem:
+        """An in-memory memory (nothing persists), e.g. for demos and tests; the keyword
+        arguments are :class:`RaMem`'s (:class:`Options`)."""
+        store = ChromaStore.ephemeral(embedder or _default_embedder())
+        return cls(store, owns_store=True, **options)
 
     @property
     def counter(self) -> TokenCounter:
@@ -476,76 +467,25 @@ class RaMem:
             several, see :data:`~ramem_core.anchoring.PIECE_CHARS`).
         """
         ns = self._ns(namespace)
-        moment = check_moment(at, "at")
-        check_name(speaker, "speaker")
-        check_id(conversation_id, "conversation_id")
-        if image_caption is not None:
-            image_caption = check_text(
-                image_caption, "image_caption", limit=MAX_CAPTION_CHARS, required=False
-            )
-            image_caption = image_caption if visible(image_caption) else None
-        text = check_text(
-            text, f"turn text from {speaker!r}", limit=MAX_TEXT_CHARS, required=not image_caption
+        turn = check_turn(
+            speaker,
+            text,
+            at=at,
+            conversation_id=conversation_id,
+            image_caption=image_caption,
+            kind=kind,
         )
-        if kind is not None and not isinstance(kind, Kind):
-            msg = f"kind must be a Kind (statement, question, reply), got {kind!r}"
-            raise InvalidInputError(msg)
-        if kind is Kind.REPLY:
-            text = strip_echo(text)
-            if not visible(text) and not image_caption:
-                msg = f"the reply from {speaker!r} holds nothing but echoed memories"
-                raise InvalidInputError(msg)
-        key = uuid.uuid4().hex[:12]  # unique per live message: writers never share an id
-        kind = kind or Kind.STATEMENT
-        derived = kind is not Kind.STATEMENT
-        held = self._live_session(ns, conversation_id)
         # anchoring and embedding take most of the time (an LLM anchorer far more): they run
-        # outside the lock, on a draft whose session is assigned below
-        speakers = tuple(dict.fromkeys([*(held.speakers if held else ()), speaker]))
-        draft_turn = Turn(f"draft:{key}", speaker, text, moment, image_caption)
-        draft_session = Session("draft", (draft_turn,), moment)
-        conversation = Conversation(conversation_id, (draft_session,), speakers)
-        drafts = self.anchorer.anchor(conversation)  # a long turn: several pieces
+        # outside the lock, on a draft whose session is placed below
+        held = self._live_session(ns, conversation_id)
+        speakers = dict.fromkeys([*(held.speakers if held else ()), speaker])
+        drafts = self.anchorer.anchor(turn.draft(tuple(speakers)))  # a long turn: pieces
         vectors = self.embedder.embed([d.content for d in drafts])
         with self._lock:
             held = self._live_session(ns, conversation_id)  # other threads may have moved on
-            if (
-                held is None
-                or held.span is None
-                or new_session
-                or (ns, conversation_id, held.session_id) in self._ended
-                or moment - held.span.end > self.session_gap
-            ):
-                index = 0 if held is None else held.index + 1
-                session_id, start, turn = f"{conversation_id}-s{index + 1}", moment, 0
-            else:
-                index, session_id = held.index, held.session_id
-                start, turn = min(held.span.start, moment), held.turns
-            turn_id = f"{session_id}:{turn + 1}-{key}"
-            units = [
-                replace(
-                    draft,
-                    id=unit_id(
-                        conversation_id, session_id, (turn_id, *((f"part {part}",) if part else ()))
-                    ),
-                    source_ids=(turn_id,),
-                    context=replace(
-                        draft.context,
-                        session_id=session_id,
-                        # stored once: this turn's own span; the session's is derived when read
-                        session_span=TimeSpan(start, moment, Granularity.INSTANT),
-                        session_index=index,
-                        turn_index=turn,
-                        # a question is not an event: "what did the dentist say in August?"
-                        # asked today happened today, and its "August" is a guess, not a time;
-                        # a reply's dates restate the memories it was shown
-                        event_time=None if derived else draft.context.event_time,
-                        mentions=() if derived else draft.context.mentions,
-                        kind=kind,
-                    ),
-                )
-                for part, draft in enumerate(drafts)
-            ]
+            ended = held is not None and (ns, conversation_id, held.session_id) in self._ended
+            where = place(held, turn, gap=self.session_gap, new_session=new_session, ended=ended)
+            units = placed(drafts, turn, where)
             self.snapshots.write(ns, units, vectors, new_ids=True)  # one write: all or nothing
             return units[0]
 
@@ -809,83 +749,10 @@ class RaMem:
 
     # ------------------------------------------------------------------ async
 
-    async def arecall(
-        self,
-        query: str,
-        k: int = DEFAULT_K,
-        *,
-        at: datetime | None = None,
-        namespace: str | None = None,
-    ) -> Recall:
-        """:meth:`recall` in a worker thread: the event loop is never blocked by it."""
-        call = functools.partial(self.recall, query, k, at=at, namespace=namespace)
-        return await asyncio.to_thread(call)
-
-    async def asituate(
-        self,
-        query: str,
-        *,
-        k: int = DEFAULT_K,
-        at: datetime | None = None,
-        namespace: str | None = None,
-        max_tokens: int | None = 1500,
-        tag: str = "memory",
-    ) -> ContextBlock:
-        """:meth:`situate` in a worker thread."""
-        call = functools.partial(
-            self.situate, query, k=k, at=at, namespace=namespace, max_tokens=max_tokens, tag=tag
-        )
-        return await asyncio.to_thread(call)
-
-    async def aadd_turn(
-        self,
-        speaker: str,
-        text: str,
-        *,
-        at: datetime,
-        conversation_id: str = "live",
-        namespace: str | None = None,
-        image_caption: str | None = None,
-        new_session: bool = False,
-        kind: Kind | None = None,
-    ) -> MemoryUnit:
-        """:meth:`add_turn` in a worker thread."""
-        call = functools.partial(
-            self.add_turn,
-            speaker,
-            text,
-            at=at,
-            conversation_id=conversation_id,
-            namespace=namespace,
-            image_caption=image_caption,
-            new_session=new_session,
-            kind=kind,
-        )
-        return await asyncio.to_thread(call)
-
-    async def aadd_exchange(
-        self,
-        user_text: str,
-        reply_text: str,
-        *,
-        at: datetime,
-        user: str = "user",
-        assistant: str = "assistant",
-        conversation_id: str = "live",
-        namespace: str | None = None,
-    ) -> list[MemoryUnit]:
-        """:meth:`add_exchange` in a worker thread."""
-        call = functools.partial(
-            self.add_exchange,
-            user_text,
-            reply_text,
-            at=at,
-            user=user,
-            assistant=assistant,
-            conversation_id=conversation_id,
-            namespace=namespace,
-        )
-        return await asyncio.to_thread(call)
+    arecall = _in_thread(recall)
+    asituate = _in_thread(situate)
+    aadd_turn = _in_thread(add_turn)
+    aadd_exchange = _in_thread(add_exchange)
 
     def format(
         self,

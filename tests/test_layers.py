@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ramem_core.loaders",
         ),
     ),
-    ("facade", ("ramem_core.memory", "ramem_core.keyed")),
+    ("facade", ("ramem_core.memory", "ramem_core.keyed", "ramem_core.live")),
     ("apps", ("ramem_core.cli", "ramem_core.evaluation", "ramem_core.testing", "ramem_core")),
     ("adapters", ("langchain_ramem", "llamaindex_ramem")),
 )

@@ -1,0 +1,160 @@
+"""Live turns: one message as it arrives, checked, placed in its session and made memories.
+
+:meth:`ramem_core.RaMem.add_turn` is these steps in order: :func:`check_turn` (nothing is
+written when it fails), the anchoring and embedding of a draft (outside the memory's lock),
+then under the lock :func:`place` (which session the turn continues or opens, from the
+session as stored) and :func:`placed` (the drafts with their session's coordinates), and one
+write. Nothing here reads or writes the store.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from ramem_core.anchoring import unit_id
+from ramem_core.errors import InvalidInputError
+from ramem_core.index.snapshot import SessionState
+from ramem_core.synthesis import strip_echo
+from ramem_core.types import (
+    Conversation,
+    Granularity,
+    Kind,
+    MemoryUnit,
+    Session,
+    TimeSpan,
+    Turn,
+)
+from ramem_core.validation import (
+    MAX_CAPTION_CHARS,
+    MAX_TEXT_CHARS,
+    check_id,
+    check_moment,
+    check_name,
+    check_text,
+    visible,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveTurn:
+    """A checked message: who said what when, in which conversation, as which kind of
+    evidence, with a key of its own (writers recording one conversation never share an id)."""
+
+    speaker: str
+    text: str
+    at: datetime
+    conversation_id: str
+    kind: Kind
+    image_caption: str | None = None
+    key: str = ""
+
+    def draft(self, speakers: Sequence[str]) -> Conversation:
+        """The turn as a one-turn conversation for the anchorer (its session is assigned
+        later, by :func:`placed`)."""
+        turn = Turn(f"draft:{self.key}", self.speaker, self.text, self.at, self.image_caption)
+        session = Session("draft", (turn,), self.at)
+        return Conversation(self.conversation_id, (session,), tuple(speakers))
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a live turn goes: its session (index, id, start) and its turn number there."""
+
+    index: int
+    session_id: str
+    start: datetime
+    turn: int
+
+
+def check_turn(
+    speaker: str,
+    text: str,
+    *,
+    at: datetime,
+    conversation_id: str,
+    image_caption: str | None = None,
+    kind: Kind | None = None,
+) -> LiveTurn:
+    """The message checked (see :meth:`ramem_core.RaMem.add_turn` for what is refused); a
+    reply is stripped of what it echoed of the memories it was shown."""
+    moment = check_moment(at, "at")
+    check_name(speaker, "speaker")
+    check_id(conversation_id, "conversation_id")
+    if image_caption is not None:
+        image_caption = check_text(
+            image_caption, "image_caption", limit=MAX_CAPTION_CHARS, required=False
+        )
+        image_caption = image_caption if visible(image_caption) else None
+    text = check_text(
+        text, f"turn text from {speaker!r}", limit=MAX_TEXT_CHARS, required=not image_caption
+    )
+    if kind is not None and not isinstance(kind, Kind):
+        msg = f"kind must be a Kind (statement, question, reply), got {kind!r}"
+        raise InvalidInputError(msg)
+    if kind is Kind.REPLY:
+        text = strip_echo(text)
+        if not visible(text) and not image_caption:
+            msg = f"the reply from {speaker!r} holds nothing but echoed memories"
+            raise InvalidInputError(msg)
+    return LiveTurn(
+        speaker,
+        text,
+        moment,
+        conversation_id,
+        kind or Kind.STATEMENT,
+        image_caption,
+        key=uuid.uuid4().hex[:12],
+    )
+
+
+def place(
+    held: SessionState | None,
+    turn: LiveTurn,
+    *,
+    gap: timedelta,
+    new_session: bool = False,
+    ended: bool = False,
+) -> Place:
+    """The session ``turn`` goes to: the one ``held`` (the conversation's latest, as stored)
+    when it is open, else a new one after it. A session closes after a pause longer than
+    ``gap``, when ``ended`` (:meth:`~ramem_core.RaMem.end_session`) or on ``new_session``."""
+    if held is None or held.span is None or new_session or ended or turn.at - held.span.end > gap:
+        index = 0 if held is None else held.index + 1
+        return Place(index, f"{turn.conversation_id}-s{index + 1}", turn.at, 0)
+    return Place(held.index, held.session_id, min(held.span.start, turn.at), held.turns)
+
+
+def placed(drafts: Sequence[MemoryUnit], turn: LiveTurn, where: Place) -> list[MemoryUnit]:
+    """The anchored ``drafts`` of ``turn`` (several pieces for a long turn) as the memories
+    to store: ids of their own, the session's coordinates, and this turn's own span (the
+    session's is derived when read, so nothing stored is ever rewritten)."""
+    turn_id = f"{where.session_id}:{where.turn + 1}-{turn.key}"
+    derived = turn.kind is not Kind.STATEMENT
+    return [
+        replace(
+            draft,
+            id=unit_id(
+                turn.conversation_id,
+                where.session_id,
+                (turn_id, *((f"part {part}",) if part else ())),
+            ),
+            source_ids=(turn_id,),
+            context=replace(
+                draft.context,
+                session_id=where.session_id,
+                session_span=TimeSpan(where.start, turn.at, Granularity.INSTANT),
+                session_index=where.index,
+                turn_index=where.turn,
+                # a question is not an event: "what did the dentist say in August?" asked
+                # today happened today, and its "August" is a guess, not a time; a reply's
+                # dates restate the memories it was shown
+                event_time=None if derived else draft.context.event_time,
+                mentions=() if derived else draft.context.mentions,
+                kind=turn.kind,
+            ),
+        )
+        for part, draft in enumerate(drafts)
+    ]

@@ -1,0 +1,62 @@
+"""Live turns (:mod:`ramem_core.live`): which session a turn goes to, and what is stored."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from ramem_core import EpisodicContext, Granularity, Kind, MemoryUnit, TimeSpan
+from ramem_core.errors import InvalidInputError
+from ramem_core.index.snapshot import SessionState
+from ramem_core.live import check_turn, place, placed
+
+AT = datetime(2024, 3, 1, 10, 0)
+HOUR = timedelta(hours=1)
+
+
+def _held(end: datetime, turns: int = 3) -> SessionState:
+    span = TimeSpan(min(end, AT - timedelta(minutes=30)), end, Granularity.INSTANT)
+    return SessionState("live-s2", 1, span, turns, ("user",))
+
+
+def test_a_turn_continues_the_open_session_and_opens_one_after_a_pause() -> None:
+    turn = check_turn("user", "Hello again", at=AT, conversation_id="live")
+    near = place(_held(AT - timedelta(minutes=5)), turn, gap=HOUR)
+    assert (near.session_id, near.index, near.turn) == ("live-s2", 1, 3)
+    assert near.start == AT - timedelta(minutes=30)  # the session's start, not the turn's
+    far = place(_held(AT - 3 * HOUR), turn, gap=HOUR)
+    assert (far.session_id, far.index, far.turn, far.start) == ("live-s3", 2, 0, AT)
+    assert place(_held(AT), turn, gap=HOUR, ended=True).session_id == "live-s3"
+    assert place(_held(AT), turn, gap=HOUR, new_session=True).session_id == "live-s3"
+    assert place(None, turn, gap=HOUR).session_id == "live-s1"
+
+
+def test_placed_units_carry_their_session_and_a_question_no_event() -> None:
+    turn = check_turn(
+        "user", "What did I do in August?", at=AT, conversation_id="c", kind=Kind.QUESTION
+    )
+    august = TimeSpan(datetime(2023, 8, 1), datetime(2023, 8, 31, 23, 59), Granularity.MONTH)
+    draft = MemoryUnit(
+        "draft",
+        "user: What did I do in August?",
+        EpisodicContext("draft", "c", None, event_time=august),
+    )
+    where = place(_held(AT - timedelta(minutes=5)), turn, gap=HOUR)
+    [unit] = placed([draft], turn, where)
+    ctx = unit.context
+    assert (ctx.session_id, ctx.session_index, ctx.turn_index) == ("live-s2", 1, 3)
+    assert ctx.session_span == TimeSpan(where.start, AT, Granularity.INSTANT)
+    assert ctx.event_time is None  # asking about August is no event in August
+    assert ctx.kind is Kind.QUESTION
+    assert unit.source_ids == (f"live-s2:4-{turn.key}",)
+
+
+def test_turns_get_keys_of_their_own_and_bad_ones_are_refused() -> None:
+    one = check_turn("user", "Hi", at=AT, conversation_id="c")
+    two = check_turn("user", "Hi", at=AT, conversation_id="c")
+    assert one.key != two.key  # two writers of one conversation never share an id
+    with pytest.raises(InvalidInputError, match="kind must be a Kind"):
+        check_turn("user", "Hi", at=AT, conversation_id="c", kind="statement")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="nothing but echoed"):
+        check_turn("assistant", "<memory>x</memory>", at=AT, conversation_id="c", kind=Kind.REPLY)
