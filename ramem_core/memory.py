@@ -11,7 +11,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypedDict, TypeVar
 
 import numpy as np
 
@@ -161,9 +161,11 @@ class RaMem:
             (default :data:`~ramem_core.index.freshness.DEFAULT_CACHE_BYTES`, 1 GiB; size it at
             the memories of the users a worker serves, ~13.5 KB each with the default
             embedder); the least recently used are dropped beyond it.
-        files: where snapshot files are loaded from and saved to (:class:`SnapshotFiles`), or
-            ``None`` (every restart builds from the store); :meth:`open` passes its
-            directory's.
+        files: where snapshot files are loaded from and saved to (:class:`SnapshotFiles`);
+            ``None``: none (every restart builds from the store); ``"auto"`` (the default):
+            a Chroma store's own (a local directory's ``ramem-snapshots``, a server's
+            ``snapshot_dir``), none for any other store. The store protocol knows nothing
+            of them: they are this memory's cache policy.
         owns_store: close ``store`` when this memory is closed or collected.
     """
 
@@ -180,7 +182,7 @@ class RaMem:
         session_gap: timedelta = timedelta(hours=1),
         refresh_seconds: float = 1.0,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
-        files: SnapshotFiles | None = None,
+        files: SnapshotFiles | Literal["auto"] | None = "auto",
         owns_store: bool = False,
     ) -> None:
         from ramem_core.embedding import RecentQueries
@@ -198,7 +200,11 @@ class RaMem:
         self.snapshots = Freshness(
             store,
             self.retriever.config.keys,
-            files=files,
+            files=(
+                (_snapshot_files(store) if isinstance(store, ChromaStore) else None)
+                if files == "auto"
+                else files
+            ),
             refresh_seconds=refresh_seconds,
             cache_bytes=cache_bytes,
         )
@@ -281,7 +287,7 @@ class RaMem:
             )
         else:
             store = ChromaStore.persistent(path or default_path(), embedder)
-        return cls(store, files=_snapshot_files(store), owns_store=True, **options)
+        return cls(store, owns_store=True, **options)
 
     @classmethod
     def ephemeral(cls, *, embedder: Embedder | None = None, **options: Unpack[Options]) -> RaMem:
