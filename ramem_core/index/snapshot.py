@@ -4,11 +4,11 @@ Chroma stays the single source of truth; the snapshot is a cache rebuilt from it
 namespace changed, so it survives restarts and never disagrees with the store for long. It holds
 what recall needs on its hot path:
 
-- the episodic index (:mod:`.index`): lexical keys with the episode reinstated, session
+- the episodic index (:mod:`.episodic`): lexical keys with the episode reinstated, session
   documents and dense windows (each row's neighbour rows and window norm); BM25 runs
   client-side since Chroma's hybrid ``Search`` API is not implemented for local Chroma;
-- the episodic fields as arrays, so a recall frame selects the same memories as a Chroma
-  ``where`` filter, as a boolean mask, in microseconds;
+- the episodic fields as named per-memory columns (:mod:`.columns`), so a recall frame
+  selects its memories as a boolean mask, in microseconds;
 - the vectors, so dense ranking is an exact dot product over every memory (one matrix-vector
   product; no Chroma query on the recall path).
 """

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from ramem_core.errors import InvalidInputError, StoreError
 from ramem_core.protocols import Embedder
 from ramem_core.store.codec import from_record, to_metadata
-from ramem_core.types import MemoryUnit, TimeSpan, Version, to_epoch
+from ramem_core.types import MemoryUnit, Version
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -184,53 +184,6 @@ def _serving_process(directory: Path) -> int | None:
 def _chunks(ids: Sequence[str]) -> list[list[str]]:
     """``ids`` in lists of at most ``_BATCH``."""
     return [list(ids[i : i + _BATCH]) for i in range(0, len(ids), _BATCH)]
-
-
-def where_of(
-    windows: Sequence[TimeSpan], participants: Sequence[str], session_context: bool = True
-) -> dict[str, Any] | None:
-    """A recall frame's conditions as a Chroma ``where`` filter (the conditions' Chroma form).
-
-    It selects what :meth:`ramem_core.retrieval.Conditions.mask` selects over a snapshot, but
-    for a live session's turns: the store holds each turn's span up to its own time (spans are
-    never rewritten), while the mask, which recall uses, sees the session's whole span. An
-    event counts for a window it mostly lies in (:func:`ramem_core.retrieval.mostly_within`,
-    here through the stored ``event_mid`` and ``event_length``).
-    """
-    clauses: list[dict[str, Any]] = []
-    if windows:
-        options: list[dict[str, Any]] = []
-        for window in windows:
-            start, end = to_epoch(window.start), to_epoch(window.end)
-            options.append(
-                {
-                    "$and": [
-                        {"has_event": True},
-                        {"event_mid": {"$gte": start}},
-                        {"event_mid": {"$lte": end}},
-                        {"event_length": {"$lte": end - start}},
-                    ]
-                }
-            )
-            if session_context:
-                options.append(
-                    {
-                        "$and": [
-                            {"has_event": False},
-                            {"has_session": True},
-                            {"session_start": {"$lte": end}},
-                            {"session_end": {"$gte": start}},
-                        ]
-                    }
-                )
-        clauses.append(_any(options))
-    if participants:
-        clauses.append(_any([{"participants": {"$contains": p}} for p in participants]))
-    return _all(clauses)
-
-
-def _any(options: list[dict[str, Any]]) -> dict[str, Any]:
-    return options[0] if len(options) == 1 else {"$or": options}
 
 
 def _all(clauses: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -729,7 +682,7 @@ class ChromaStore:
         where: Where | None = None,
     ) -> list[MemoryUnit]:
         """The memories that match every selection given (all of them when none is);
-        ``where`` is a Chroma filter (this adapter's own extra, e.g. :func:`where_of`)."""
+        ``where`` is a Chroma filter (this adapter's own extra)."""
         where = _all([dict(c) for c in (where, _selection(None, conversation_id, session_id)) if c])
         if ids is None:
             return self._get(namespace, where=where)[0]

@@ -14,9 +14,8 @@ import pytest
 from ramem_core import RaMem, StoreError
 from ramem_core.errors import InvalidInputError
 from ramem_core.store import chroma
-from ramem_core.store.chroma import ChromaStore, check_namespace, where_of
+from ramem_core.store.chroma import ChromaStore, check_namespace
 from ramem_core.testing import HashEmbedder, WordCounter
-from ramem_core.types import Granularity, TimeSpan
 from tests.conftest import two_trips
 
 
@@ -107,15 +106,6 @@ def test_selections_are_plain_values(store: ChromaStore) -> None:
     assert store.count("default") == 4
     with pytest.raises(InvalidInputError, match="delete needs"):
         store.delete("default")
-
-
-def test_the_where_filter_is_the_adapters_own() -> None:
-    august = TimeSpan(datetime(2023, 8, 1), datetime(2023, 8, 31), Granularity.MONTH)
-    assert where_of([], []) is None
-    assert where_of([], ["Ben"]) == {"participants": {"$contains": "Ben"}}
-    both = where_of([august], ["Ben"], session_context=False)
-    assert both is not None
-    assert set(both) == {"$and"}
 
 
 def test_a_directory_another_process_has_open_is_refused(tmp_path: Path) -> None:

@@ -1,0 +1,157 @@
+"""Recall latency of two checkouts of RaMem, paired in one run: did a change cost time?
+
+    git worktree add /tmp/base <commit>
+    python benchmarks/ab_recall.py /tmp/base . --sizes 10000,100000 --queries 200
+
+Each checkout runs in a worker process of its own (its ``ramem_core`` on the path), over
+the same memories: bench_core's synthetic conversation, anchored, with random unit vectors,
+in the in-memory store (the recall path reads the snapshot, not Chroma). The driver sends
+every question to both workers, alternating which goes first, and each worker times RaMem's
+recall and content-only recall of it with the default embedder (every question new to
+both). Prints p50/p95 per checkout and the after/before ratios, and writes
+``benchmarks/results/ab_recall.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULT = ROOT / "benchmarks" / "results" / "ab_recall.json"
+
+
+def worker(tree: Path, size: int) -> None:
+    """Serve timed recalls of ``tree``'s RaMem over stdin/stdout."""
+    sys.path[:0] = [str(tree), str(tree / "benchmarks")]
+    import numpy as np
+    from bench_core import synthetic_conversation
+
+    from ramem_core import RaMem
+    from ramem_core.anchoring import RuleAnchorer
+    from ramem_core.embedding import MiniLMEmbedder
+    from ramem_core.retrieval import CONTENT_ONLY
+    from ramem_core.testing import InMemoryStore
+
+    embedder = MiniLMEmbedder()
+    units = RuleAnchorer().anchor(synthetic_conversation(size))[:size]
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((len(units), embedder.dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store = InMemoryStore(embedder)
+    store.upsert("bench", units, vectors)
+    memory = RaMem(store, namespace="bench", refresh_seconds=3600)
+    content = RaMem(store, config=CONTENT_ONLY, namespace="bench", refresh_seconds=3600)
+    memory.recall("warm up the snapshot")
+    content.recall("warm up the snapshot")
+    print(json.dumps({"ready": len(units)}), flush=True)
+    for line in sys.stdin:
+        query = json.loads(line)
+        t = time.perf_counter()
+        memory.recall(query, k=10)
+        ramem = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        content.recall(query, k=10)
+        plain = (time.perf_counter() - t) * 1000
+        print(json.dumps({"ramem": ramem, "content": plain}), flush=True)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def run(before: Path, after: Path, size: int, queries: int) -> dict[str, Any]:
+    sys.path[:0] = [str(ROOT / "benchmarks")]
+    from bench_core import distinct_queries
+
+    texts = distinct_queries(queries + 10, size + 1)
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, __file__, "--worker", str(tree), "--size", str(size)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for name, tree in (("before", before), ("after", after))
+    }
+    for proc in procs.values():
+        assert proc.stdout is not None
+        json.loads(proc.stdout.readline())  # ready
+
+    def ask(name: str, query: str) -> dict[str, float]:
+        proc = procs[name]
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        proc.stdin.write(json.dumps(query) + "\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    times: dict[str, dict[str, list[float]]] = {n: {"ramem": [], "content": []} for n in procs}
+    for i, query in enumerate(texts):
+        order = ("before", "after") if i % 2 == 0 else ("after", "before")
+        for name in order:
+            got = ask(name, query)
+            if i >= 10:  # the first ten warm both
+                for system, ms in got.items():
+                    times[name][system].append(ms)
+    for proc in procs.values():
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait()
+    out: dict[str, Any] = {"memories": size, "queries": queries}
+    for name, by_system in times.items():
+        for system, values in by_system.items():
+            out[f"{name}_{system}_p50_ms"] = round(statistics.median(values), 3)
+            out[f"{name}_{system}_p95_ms"] = round(_percentile(values, 95), 3)
+    for stat in ("p50", "p95"):
+        for system in ("ramem", "content"):
+            out[f"{system}_{stat}_after_over_before"] = round(
+                out[f"after_{system}_{stat}_ms"] / out[f"before_{system}_{stat}_ms"], 3
+            )
+        out[f"ramem_over_content_{stat}_after"] = round(
+            out[f"after_ramem_{stat}_ms"] / out[f"after_content_{stat}_ms"], 3
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("before", type=Path, nargs="?")
+    parser.add_argument("after", type=Path, nargs="?")
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=RESULT)
+    args = parser.parse_args()
+    if args.worker is not None:
+        worker(args.worker.resolve(), args.size)
+        return
+    if args.before is None or args.after is None:
+        parser.error("give the two checkouts: BEFORE AFTER")
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        print(f"{size:,} memories ...", flush=True)
+        row = run(args.before.resolve(), args.after.resolve(), size, args.queries)
+        rows.append(row)
+        print(json.dumps(row, indent=1), flush=True)
+    result = {
+        "command": "python benchmarks/ab_recall.py BEFORE AFTER"
+        f" --sizes {args.sizes} --queries {args.queries}",
+        "before": str(args.before),
+        "after": str(args.after),
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
