@@ -7,13 +7,16 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from ramem_core import EpisodicContext, MemoryUnit, TimeSpan
+from ramem_core import EpisodicContext, Kind, MemoryUnit, TimeSpan
 from ramem_core.index.columns import COLUMNS
 from ramem_core.index.episodic import EpisodicKeys
 from ramem_core.types import Granularity
 from tests.conftest import unit_at
 
 # ---------------------------------------------------------------- evolving with live turns
+
+
+BOWL = TimeSpan(datetime(2023, 8, 30), datetime(2023, 8, 30, 23, 59, 59), Granularity.DAY)
 
 
 def _live_units(
@@ -53,9 +56,12 @@ def _live_units(
                 "L",
                 "friends",
                 span,
+                # live rows hold every value of every column: an event, a reply
+                event_time=BOWL if i == 2 else None,
                 speaker=text.split(":")[0],
                 turn_index=i,
                 participants=(text.split(":")[0],),
+                kind=Kind.REPLY if text.startswith("assistant") else Kind.STATEMENT,
             ),
         )
         live = [*live, unit]
