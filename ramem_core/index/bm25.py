@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.index.shared import Rows
 from ramem_core.index.text import term_counts
 
 Scores = npt.NDArray[np.float32]
@@ -49,17 +50,23 @@ class LexicalIndex:
         self.k1 = k1
         self.b = b
         self._docs: list[dict[str, float] | None] | FrozenDocs = []
-        self._lengths: list[float] = []
+        # every document's length, appended in place along a line of indexes (an open
+        # document's is in ``_open_length``: it changes while it grows)
+        self._length_rows = Rows.of(np.zeros(0, dtype=np.float64))
+        self._lengths: npt.NDArray[np.float64] = self._length_rows.data
         self._postings: dict[str, tuple[list[int], list[float]]] = {}
-        self._df: dict[str, int] = defaultdict(int)
+        self._df = _DocFreq()
         self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
         self._live = 0
         self._total_length = 0.0
         self._length_array: npt.NDArray[np.float32] | None = None
-        self._dead: list[int] = []
+        self._n = 0  # this index's document ids: 0 .. n-1 (``_docs`` may hold more)
+        self._alive_rows = Rows.of(np.zeros(0, dtype=bool))  # private to this index
+        self._alive: npt.NDArray[np.bool_] = self._alive_rows.data
         # documents still growing (a live session's document): their counts are held here,
         # in growth order, and posted only when they are removed and added again
         self._open: dict[int, dict[str, float]] = {}
+        self._open_length: dict[int, float] = {}
         self._tip = True  # no newer index appended to the shared posting lists yet
         # posting arrays of an index built in bulk or loaded from a file (read-only; lists
         # made on first append)
@@ -82,24 +89,29 @@ class LexicalIndex:
         to a new id (removed and opened); an open document keeps its id.
         """
         new = LexicalIndex(self.k1, self.b)
-        new._docs = self._docs.copy()
+        # documents are appended, never changed, so the newest index of a line shares the
+        # list; an older one takes a copy of its own part
+        new._docs = self._docs if self._tip else _prefix(self._docs, self._n)
+        new._n = self._n
+        new._alive_rows = Rows.of(self._alive.copy())  # removals are this index's own
+        new._alive = new._alive_rows.data
         new._base = self._base
-        new._lengths = list(self._lengths)
+        new._length_rows, new._lengths = self._length_rows, self._lengths
         if self._tip:
             new._postings = self._postings  # shared, append-only
         else:  # a newer index appends to the shared lists already: take a private copy
-            n = len(self._docs)
+            n = self._n
             new._postings = {}
             for term, (docs, tfs) in self._postings.items():
                 k = bisect_left(docs, n)
                 new._postings[term] = (docs[:k], tfs[:k])
         self._tip = False
-        new._df = defaultdict(int, self._df)
+        new._df = self._df.copy()
         new._arrays = dict(self._arrays)
         new._live = self._live
         new._total_length = self._total_length
-        new._dead = list(self._dead)
         new._open = dict(self._open)
+        new._open_length = dict(self._open_length)
         for doc in removed:
             new.remove(doc)
         ids = [new.add(counts) for counts in added]
@@ -108,13 +120,13 @@ class LexicalIndex:
     def _grow(self, doc: int, delta: dict[str, float]) -> int:
         """Add ``delta`` to document ``doc``'s counts (open it first if it is posted)."""
         if doc not in self._open:
-            counts = self._docs[doc]
+            counts = self.document(doc)
             if counts is None:
                 raise KeyError(f"document {doc} was removed")
             self.remove(doc)
-            doc = len(self._docs)
-            self._docs.append(None)
-            self._lengths.append(0.0)
+            doc = self._append(None)
+            self._append_lengths([0.0])
+            self._open_length[doc] = 0.0
             self._live += 1
             self._open[doc] = {}
             delta = {**counts, **{t: counts.get(t, 0.0) + tf for t, tf in delta.items()}}
@@ -124,17 +136,40 @@ class LexicalIndex:
             if tf <= 0:
                 continue
             if term not in counts:
-                self._df[term] += 1
+                self._df.add(term)
                 counts[term] = tf
             else:
                 counts[term] += tf
             added += tf
         self._open[doc] = counts  # the most recently grown last
-        self._docs[doc] = counts
-        self._lengths[doc] += added
+        self._open_length[doc] += added
         self._total_length += added
         self._length_array = None
         return doc
+
+    def _append(self, counts: dict[str, float] | None) -> int:
+        """A new document id (``counts`` kept for :meth:`document`), alive."""
+        doc = self._n
+        if len(self._docs) != doc:  # another index appended here: take our part
+            self._docs = _prefix(self._docs, doc)
+        self._docs.append(counts)
+        self._alive_rows, self._alive = self._alive_rows.append(doc, np.ones(1, dtype=bool))
+        self._n += 1
+        return doc
+
+    def _append_lengths(self, lengths: Sequence[float]) -> None:
+        self._length_rows, self._lengths = self._length_rows.append(
+            len(self._lengths), np.asarray(lengths, dtype=np.float64)
+        )
+
+    def _length(self, doc: int) -> float:
+        return self._open_length.get(doc, float(self._lengths[doc]))
+
+    def _lengths_with_open(self) -> npt.NDArray[np.float64]:
+        lengths = np.array(self._lengths, dtype=np.float64, copy=True)
+        for doc, length in self._open_length.items():
+            lengths[doc] = length
+        return lengths
 
     @property
     def opened(self) -> list[int]:
@@ -144,13 +179,15 @@ class LexicalIndex:
     @property
     def size(self) -> int:
         """Number of document ids (removed ones included)."""
-        return len(self._docs)
+        return self._n
 
     def validate(self, what: str = "lexical index") -> None:
         """Raise ``ValueError`` naming the first inconsistency of this index's arrays (a
         loaded file is checked with this)."""
-        size = len(self._docs)
-        if len(self._lengths) != size:
+        size = self._n
+        if len(self._docs) < size or len(self._alive) != size:
+            raise ValueError(f"inconsistent snapshot: {what} documents")
+        if len(self._lengths) != size or self._lengths.dtype != np.float64:
             raise ValueError(f"inconsistent snapshot: {what} lengths")
         if not self._base.consistent(size):
             raise ValueError(f"inconsistent snapshot: {what} postings")
@@ -164,29 +201,30 @@ class LexicalIndex:
 
     def document(self, doc: int) -> dict[str, float] | None:
         """The term counts of document ``doc`` (``None`` once removed)."""
-        return self._docs[doc]
+        if doc in self._open:
+            return self._open[doc]
+        return self._docs[doc] if self._alive[doc] else None
 
     def add(self, counts: dict[str, float]) -> int:
         """Append a document given as term -> weighted frequency; returns its id."""
-        doc = len(self._docs)
         counts = {t: tf for t, tf in counts.items() if tf > 0}
-        self._docs.append(counts)
+        doc = self._append(counts)
         length = float(sum(counts.values()))
-        self._lengths.append(length)
+        self._append_lengths([length])
         self._total_length += length
         self._live += 1
         for term, tf in counts.items():
             entry = self._entry(term)
             entry[0].append(doc)
             entry[1].append(tf)
-            self._df[term] += 1
+            self._df.add(term)
             self._arrays.pop(term, None)
         self._length_array = None
         return doc
 
     def extend(self, documents: Sequence[dict[str, float]]) -> None:
         """Append many documents at once (a bulk build: one pass, no per-term bookkeeping)."""
-        if not self._docs and not self._base:
+        if not self._n and not self._base:
             self._build(documents)
             return
         if self._base:  # loaded from a file: posting lists are made term by term
@@ -194,9 +232,10 @@ class LexicalIndex:
                 self.add(counts)
             return
         postings, df = self._postings, self._df
-        doc = len(self._docs)
+        doc = self._n
+        lengths = []
         for counts in documents:
-            self._docs.append(counts)
+            self._append(counts)
             length = 0.0
             for term, tf in counts.items():
                 entry = postings.get(term)
@@ -204,11 +243,12 @@ class LexicalIndex:
                     entry = postings[term] = ([], [])
                 entry[0].append(doc)
                 entry[1].append(tf)
-                df[term] += 1
+                df.add(term)
                 length += tf
-            self._lengths.append(length)
+            lengths.append(length)
             self._total_length += length
             doc += 1
+        self._append_lengths(lengths)
         self._live += len(documents)
         self._arrays.clear()
         self._length_array = None
@@ -234,25 +274,29 @@ class LexicalIndex:
         bounds = np.concatenate([[0], np.cumsum(df)]).tolist()
         docs, weights = of_doc[order], np.asarray(tfs, dtype=np.float32)[order]
         self._base = _Columns(vocabulary, bounds, docs, weights)
-        self._df = defaultdict(int, zip(vocabulary, df.tolist(), strict=True))
+        self._df = _DocFreq(dict(vocabulary), df.astype(np.int64))
         self._docs = list(documents)
+        self._n = len(documents)
+        self._alive_rows = Rows.of(np.ones(len(documents), dtype=bool))
+        self._alive = self._alive_rows.data
         lengths = np.bincount(of_doc, weights=np.asarray(tfs), minlength=len(documents))
-        self._lengths = lengths.tolist()
-        self._total_length = float(sum(self._lengths))
+        self._length_rows = Rows.of(np.asarray(lengths, dtype=np.float64))
+        self._lengths = self._length_rows.data
+        self._total_length = float(sum(lengths.tolist()))
         self._live = len(documents)
 
     def remove(self, doc: int) -> None:
         """Remove document ``doc`` (a no-op if it is already removed)."""
-        counts = self._docs[doc]
+        counts = self.document(doc)
         if counts is None:
             return
-        self._docs[doc] = None
+        self._alive[doc] = False
         self._open.pop(doc, None)
         self._live -= 1
-        self._total_length -= self._lengths[doc]
+        self._total_length -= self._length(doc)
+        self._open_length.pop(doc, None)
         for term in counts:
-            self._df[term] -= 1
-        self._dead.append(doc)
+            self._df.add(term, -1)
 
     def _entry(self, term: str) -> tuple[list[int], list[float]]:
         """The appendable posting list of ``term`` (made from the loaded arrays if need be)."""
@@ -269,23 +313,25 @@ class LexicalIndex:
             cached = self._arrays[term] = self._base[term]  # base documents precede every id
         if cached is None:
             docs, tfs = self._postings.get(term, ([], []))
-            k = bisect_left(docs, len(self._docs))  # this index's own entries
+            k = bisect_left(docs, self._n)  # this index's own entries
             cached = (np.asarray(docs[:k], dtype=np.int64), np.asarray(tfs[:k], dtype=np.float32))
             self._arrays[term] = cached
         return cached
 
     def scores(self, terms: Sequence[str]) -> Scores:
         """BM25 score of every document id for the query ``terms`` (0 for removed ones)."""
-        out = np.zeros(len(self._docs), dtype=np.float32)
+        out = np.zeros(self._n, dtype=np.float32)
         if not self._live:
             return out
         if self._length_array is None:
             self._length_array = np.asarray(self._lengths, dtype=np.float32)
+            for doc, length in self._open_length.items():
+                self._length_array[doc] = length
         avgdl = max(self._total_length / self._live, 1e-9)
         norm = self.k1 * (1.0 - self.b + self.b * self._length_array / avgdl)
         n = self._live
         for term, qtf in term_counts(terms).items():
-            df = self._df.get(term, 0)
+            df = self._df.get(term)
             if not df:
                 continue
             idf = float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
@@ -296,8 +342,8 @@ class LexicalIndex:
                 if tf:
                     value = np.float32(tf)
                     out[doc] += qtf * idf * value * (self.k1 + 1.0) / (value + norm[doc])
-        if self._dead:
-            out[self._dead] = 0.0
+        if self._live < self._n:
+            out[~self._alive] = 0.0
         return out
 
     def __getstate__(self) -> dict[str, Any]:
@@ -318,8 +364,8 @@ class LexicalIndex:
                 order = np.argsort(ids, kind="stable")
                 docs, tfs = ids[order], values[order]
             postings.append((docs, tfs))
-        documents = self._docs
-        n = len(documents)
+        n = self._n
+        documents = [self.document(doc) for doc in range(n)]
         vocabulary = {term: i for i, term in enumerate(terms)}
         alive = np.ones(n, dtype=bool)
         offsets = np.zeros(n + 1, dtype=np.int64)
@@ -347,11 +393,10 @@ class LexicalIndex:
                 np.asarray(doc_tfs, dtype=np.float64),
                 alive,
             ),
-            "lengths": np.asarray(self._lengths, dtype=np.float64),
-            "df": dict(self._df),
+            "lengths": self._lengths_with_open(),
+            "df": self._df.counts(),
             "live": self._live,
             "total_length": self._total_length,
-            "dead": list(self._dead),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -360,11 +405,66 @@ class LexicalIndex:
         at = dict(zip(terms, range(len(terms)), strict=True))
         self._base = _Columns(at, offsets.tolist(), state["posting_docs"], state["posting_tfs"])
         self._docs = state["docs"]
-        self._lengths = state["lengths"].tolist()
-        self._df = defaultdict(int, state["df"])
+        self._n = len(self._docs)
+        docs = self._docs
+        alive = docs.alive() if isinstance(docs, FrozenDocs) else [d is not None for d in docs]
+        self._alive_rows = Rows.of(np.asarray(alive, dtype=bool).reshape(self._n))
+        self._alive = self._alive_rows.data
+        self._length_rows = Rows.of(np.array(state["lengths"], dtype=np.float64))
+        self._lengths = self._length_rows.data
+        self._df = _DocFreq.of(state["df"])
         self._live = state["live"]
         self._total_length = state["total_length"]
-        self._dead = list(state["dead"])
+
+
+def _prefix(
+    docs: list[dict[str, float] | None] | FrozenDocs, n: int
+) -> list[dict[str, float] | None] | FrozenDocs:
+    """The first ``n`` documents of ``docs``, as a list or documents of their own."""
+    if isinstance(docs, FrozenDocs):
+        return docs.prefix(n)
+    return docs[:n]
+
+
+class _DocFreq:
+    """Document frequencies: a term vocabulary shared along a line of indexes (ids are only
+    ever added) and this index's counts by term id, an array copied when an index evolves
+    (a copy costs a memcpy, not a dict of every term)."""
+
+    __slots__ = ("_counts", "_ids")
+
+    def __init__(
+        self, ids: dict[str, int] | None = None, counts: npt.NDArray[np.int64] | None = None
+    ) -> None:
+        self._ids = {} if ids is None else ids
+        self._counts = np.zeros(16, dtype=np.int64) if counts is None else counts
+
+    @classmethod
+    def of(cls, counts: dict[str, int]) -> _DocFreq:
+        ids = {term: i for i, term in enumerate(counts)}
+        return cls(ids, np.asarray(list(counts.values()), dtype=np.int64).reshape(len(ids)))
+
+    def get(self, term: str) -> int:
+        i = self._ids.get(term)
+        return int(self._counts[i]) if i is not None and i < len(self._counts) else 0
+
+    def add(self, term: str, by: int = 1) -> None:
+        i = self._ids.get(term)
+        if i is None:
+            i = self._ids[term] = len(self._ids)
+        if i >= len(self._counts):
+            grown = np.zeros(max(2 * len(self._counts), i + 1, 16), dtype=np.int64)
+            grown[: len(self._counts)] = self._counts
+            self._counts = grown
+        self._counts[i] += by
+
+    def copy(self) -> _DocFreq:
+        return _DocFreq(self._ids, self._counts.copy())
+
+    def counts(self) -> dict[str, int]:
+        """Every term with documents, and how many."""
+        n = len(self._counts)
+        return {t: int(self._counts[i]) for t, i in self._ids.items() if i < n and self._counts[i]}
 
 
 class _Columns:
@@ -489,6 +589,20 @@ class FrozenDocs:
             and int(offsets[-1]) == len(terms) == len(self._tfs)
             and ((terms >= 0) & (terms < len(self._vocabulary))).all()
         )
+
+    def alive(self) -> npt.NDArray[np.bool_]:
+        """Which documents are not removed (no document is decoded)."""
+        extra = np.asarray([d is not None for d in self._extra], dtype=bool)
+        changed = np.array(self._alive, dtype=bool, copy=True)
+        for doc, counts in self._changed.items():
+            changed[doc] = counts is not None
+        return np.concatenate([changed, extra])
+
+    def prefix(self, n: int) -> FrozenDocs:
+        """A copy holding the first ``n`` documents (sharing the arrays)."""
+        new = self.copy()
+        new._extra = new._extra[: max(0, n - len(self._alive))]
+        return new
 
     def copy(self) -> FrozenDocs:
         """A copy sharing the arrays (never written) with its own changes."""

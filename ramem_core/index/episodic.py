@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ramem_core.index.bm25 import LexicalIndex, Scores
+from ramem_core.index.shared import Rows
 from ramem_core.index.text import Tokenizer, add_weighted, term_counts
 from ramem_core.types import MemoryUnit, TimeSpan
 
@@ -98,38 +99,6 @@ CONTENT_KEYS = EpisodicKeys(
     speaker_weight=0.0,
 )
 """Keys of the content-only baseline: a memory is found by its own words and vector alone."""
-
-
-class Rows:
-    """Matrix rows appended in place while possible, for snapshots that evolve in a line.
-
-    A holder keeps the buffer and how many rows it knows; :meth:`append` writes past them,
-    into spare capacity, when nobody appended there yet, so older holders' rows never change
-    and an append costs its rows (amortised), not a copy of the matrix.
-    """
-
-    __slots__ = ("data", "filled")
-
-    def __init__(self, data: Matrix, filled: int) -> None:
-        self.data = data
-        self.filled = filled
-
-    @classmethod
-    def of(cls, matrix: Matrix) -> Rows:
-        return cls(matrix, len(matrix))
-
-    def append(self, known: int, rows: Matrix) -> tuple[Rows, Matrix]:
-        """The buffer holding the first ``known`` rows and then ``rows``, and its view."""
-        end = known + len(rows)
-        if known == self.filled and end <= len(self.data):
-            self.data[known:end] = rows
-            self.filled = end
-            return self, self.data[:end]
-        data = np.empty((max(2 * end, 64), *self.data.shape[1:]), dtype=self.data.dtype)
-        data[:known] = self.data[:known]
-        data[known:end] = rows
-        grown = Rows(data, end)
-        return grown, data[:end]
 
 
 OPEN_SESSIONS = 8
@@ -313,9 +282,13 @@ class EpisodicIndex:
         n_old, n = len(self.session_of), len(units)
         new = EpisodicIndex.__new__(EpisodicIndex)  # not copy.copy: that pickles
         new.__dict__.update(self.__dict__)
-        new.own_counts = self.own_counts + [
-            term_counts(self.tokenize(u.content)) for u in units[n_old:]
-        ]
+        # own counts are appended, never changed: the newest index of a line extends the
+        # shared list in place, an older one a copy of its part
+        counts = self.own_counts
+        if len(counts) != n_old:
+            counts = counts[:n_old]
+        counts.extend(term_counts(self.tokenize(u.content)) for u in units[n_old:])
+        new.own_counts = counts
         new.session_spans = session_spans or {}
         new.session_number = dict(self.session_number)
         new.session_dates = list(self.session_dates)
@@ -409,7 +382,7 @@ class EpisodicIndex:
         session_doc[session_numbers + grown_numbers] = docs
         new.session_doc = session_doc
         if self.own is not None:
-            new.own, docs = self.own.evolve([], new.own_counts[n_old:])
+            new.own, docs = self.own.evolve([], new.own_counts[n_old:n])
             new.own_doc = np.concatenate([self.own_doc, np.asarray(docs, dtype=np.int64)])
         new.speakers = _speaker_rows(self.speakers, units, n_old)
         new.vectors = vectors
@@ -506,6 +479,7 @@ class EpisodicIndex:
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
+        state["own_counts"] = self.own_counts[: len(self.session_of)]  # this index's part
         del state["tokenize"], state["_neighbour_rows"], state["_scale_rows"]  # made on load
         state["_patch_arrays"] = None
         return state

@@ -30,10 +30,10 @@ from ramem_core.index.columns import MemoryColumns, SpanArrays
 from ramem_core.index.episodic import (
     EpisodicIndex,
     EpisodicKeys,
-    Rows,
     session_key,
     speaker_names,
 )
+from ramem_core.index.shared import GrownList, GrownMap, Rows
 from ramem_core.store.codec import from_record, to_metadata
 from ramem_core.types import Granularity, Kind, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
@@ -96,7 +96,7 @@ class StoredUnits(Sequence[MemoryUnit]):
         self._metadata = metadata  # JSON of the Chroma metadata (codec.to_metadata)
         self._decoded: dict[int, MemoryUnit] = {}  # shared by copies: the columns never change
         self._set: dict[int, MemoryUnit] = {}
-        self._extra: list[MemoryUnit] = []
+        self._extra: GrownList[MemoryUnit] = GrownList([])  # appended, shared along a line
 
     @classmethod
     def of(cls, units: Iterable[MemoryUnit]) -> StoredUnits:
@@ -188,7 +188,7 @@ class StoredUnits(Sequence[MemoryUnit]):
         new._ids, new._contents, new._metadata = self._ids, self._contents, self._metadata
         new._decoded = self._decoded
         new._set = dict(self._set)
-        new._extra = list(self._extra)
+        new._extra = self._extra.copy()
         return new
 
 
@@ -217,11 +217,11 @@ class Snapshot:
         vectors: npt.NDArray[np.float32] | None = None,
         keys: EpisodicKeys | None = None,
     ) -> None:
-        self.units: list[MemoryUnit] | StoredUnits = list(units)
+        self.units: GrownList[MemoryUnit] | StoredUnits = GrownList(list(units))
         self._session_span = session_spans(self.units)
         self.vectors = vectors
         self._vector_rows = None if vectors is None else Rows.of(vectors)
-        self.position = {u.id: i for i, u in enumerate(self.units)}
+        self.position = GrownMap.of(u.id for u in self.units)
         session_rows: dict[SessionKey, list[int]] = {}
         self._latest: dict[str, tuple[int, str]] = {}  # conversation -> its latest session
         # per session: turns so far (the highest turn index + 1) and speakers in order
@@ -296,7 +296,7 @@ class Snapshot:
         self._vector_rows = None if self.vectors is None else Rows.of(self.vectors)
         units = self.units
         ids = units.ids() if isinstance(units, StoredUnits) else [u.id for u in units]
-        self.position = {unit_id: row for row, unit_id in enumerate(ids)}
+        self.position = GrownMap.of(ids)
 
     def validate(self, dimension: int) -> None:
         """Raise ``ValueError`` naming the first inconsistency (a loaded snapshot file is
@@ -423,8 +423,7 @@ class Snapshot:
         rows = np.asarray([vectors[u.id] for u in appended], dtype=np.float32)
         assert self._vector_rows is not None
         new._vector_rows, new.vectors = self._vector_rows.append(n_old, rows.reshape(-1, dimension))
-        new.position = dict(self.position)
-        new.position.update((u.id, n_old + i) for i, u in enumerate(appended))
+        new.position = self.position.appended(u.id for u in appended)
         new._session_span = spans
         new._session_rows = dict(self._session_rows)
         new._latest = dict(self._latest)
