@@ -10,6 +10,12 @@ every question to both workers, alternating which goes first, and each worker ti
 recall and content-only recall of it with the default embedder (every question new to
 both). Prints p50/p95 per checkout and the after/before ratios, and writes
 ``benchmarks/results/ab_recall.json``.
+
+With ``--files`` it times instead what a worker pays for a user whose snapshot file is
+shared (``bench_fleet.py``'s "first recall from a shared file", on a local directory): each
+worker builds its checkout's snapshot file once, then every request opens the directory anew
+and recalls once (the snapshot decoded and checked from its file), timed as ``open`` and
+``first_recall``; the file's size is reported too (``--out`` names the result file).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -62,28 +69,81 @@ def worker(tree: Path, size: int) -> None:
         print(json.dumps({"ramem": ramem, "content": plain}), flush=True)
 
 
+def file_worker(tree: Path, size: int, directory: Path) -> None:
+    """Serve timed first recalls of ``tree``'s RaMem from a snapshot file: each request
+    opens the directory anew (Chroma + the namespace's snapshot file), recalls once, and
+    closes."""
+    sys.path[:0] = [str(tree), str(tree / "benchmarks")]
+    import numpy as np
+    from bench_core import synthetic_conversation
+
+    from ramem_core import RaMem
+    from ramem_core.anchoring import RuleAnchorer
+    from ramem_core.embedding import MiniLMEmbedder, RecentQueries
+
+    embedder = RecentQueries(MiniLMEmbedder())  # the question's vector is not what is timed
+    units = RuleAnchorer().anchor(synthetic_conversation(size))[:size]
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((len(units), embedder.dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    with RaMem.open(directory, embedder=embedder, namespace="bench") as memory:
+        memory.store.upsert("bench", units, vectors)
+        memory.recall("build the snapshot")  # built from Chroma; its file is written
+    files = list((directory / "ramem-snapshots").glob("*.snapshot"))
+    print(
+        json.dumps({"ready": len(units), "file_bytes": sum(f.stat().st_size for f in files)}),
+        flush=True,
+    )
+    for line in sys.stdin:
+        query = json.loads(line)
+        embedder.embed([query])
+        t = time.perf_counter()
+        memory = RaMem.open(directory, embedder=embedder, namespace="bench")
+        opened = time.perf_counter()
+        memory.recall(query, k=10)  # the snapshot is loaded from its file here
+        done = time.perf_counter()
+        memory.close()
+        print(
+            json.dumps({"open": (opened - t) * 1000, "first_recall": (done - opened) * 1000}),
+            flush=True,
+        )
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def run(before: Path, after: Path, size: int, queries: int) -> dict[str, Any]:
+def run(
+    before: Path, after: Path, size: int, queries: int, files: Path | None = None
+) -> dict[str, Any]:
     sys.path[:0] = [str(ROOT / "benchmarks")]
     from bench_core import distinct_queries
 
     texts = distinct_queries(queries + 10, size + 1)
+    mode = [] if files is None else ["--files"]
     procs = {
         name: subprocess.Popen(
-            [sys.executable, __file__, "--worker", str(tree), "--size", str(size)],
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                str(tree),
+                "--size",
+                str(size),
+                *mode,
+                *([] if files is None else ["--dir", str(files / name)]),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
         for name, tree in (("before", before), ("after", after))
     }
-    for proc in procs.values():
+    ready = {}
+    for name, proc in procs.items():
         assert proc.stdout is not None
-        json.loads(proc.stdout.readline())  # ready
+        ready[name] = json.loads(proc.stdout.readline())
 
     def ask(name: str, query: str) -> dict[str, float]:
         proc = procs[name]
@@ -93,7 +153,8 @@ def run(before: Path, after: Path, size: int, queries: int) -> dict[str, Any]:
         proc.stdin.flush()
         return json.loads(proc.stdout.readline())
 
-    times: dict[str, dict[str, list[float]]] = {n: {"ramem": [], "content": []} for n in procs}
+    systems = ("open", "first_recall") if files is not None else ("ramem", "content")
+    times: dict[str, dict[str, list[float]]] = {n: {s: [] for s in systems} for n in procs}
     for i, query in enumerate(texts):
         order = ("before", "after") if i % 2 == 0 else ("after", "before")
         for name in order:
@@ -106,18 +167,21 @@ def run(before: Path, after: Path, size: int, queries: int) -> dict[str, Any]:
         proc.stdin.close()
         proc.wait()
     out: dict[str, Any] = {"memories": size, "queries": queries}
+    if files is not None:
+        out |= {f"{name}_file_bytes": r["file_bytes"] for name, r in ready.items()}
     for name, by_system in times.items():
         for system, values in by_system.items():
             out[f"{name}_{system}_p50_ms"] = round(statistics.median(values), 3)
             out[f"{name}_{system}_p95_ms"] = round(_percentile(values, 95), 3)
     for stat in ("p50", "p95"):
-        for system in ("ramem", "content"):
+        for system in systems:
             out[f"{system}_{stat}_after_over_before"] = round(
                 out[f"after_{system}_{stat}_ms"] / out[f"before_{system}_{stat}_ms"], 3
             )
-        out[f"ramem_over_content_{stat}_after"] = round(
-            out[f"after_ramem_{stat}_ms"] / out[f"after_content_{stat}_ms"], 3
-        )
+        if files is None:
+            out[f"ramem_over_content_{stat}_after"] = round(
+                out[f"after_ramem_{stat}_ms"] / out[f"after_content_{stat}_ms"], 3
+            )
     return out
 
 
@@ -129,22 +193,37 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--files",
+        action="store_true",
+        help="time the first recall from a snapshot file (open + recall) instead",
+    )
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args()
     if args.worker is not None:
-        worker(args.worker.resolve(), args.size)
+        if args.files:
+            file_worker(args.worker.resolve(), args.size, args.dir)
+        else:
+            worker(args.worker.resolve(), args.size)
         return
     if args.before is None or args.after is None:
         parser.error("give the two checkouts: BEFORE AFTER")
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         print(f"{size:,} memories ...", flush=True)
-        row = run(args.before.resolve(), args.after.resolve(), size, args.queries)
+        if args.files:
+            with tempfile.TemporaryDirectory() as tmp:
+                row = run(
+                    args.before.resolve(), args.after.resolve(), size, args.queries, Path(tmp)
+                )
+        else:
+            row = run(args.before.resolve(), args.after.resolve(), size, args.queries)
         rows.append(row)
         print(json.dumps(row, indent=1), flush=True)
     result = {
         "command": "python benchmarks/ab_recall.py BEFORE AFTER"
-        f" --sizes {args.sizes} --queries {args.queries}",
+        f" --sizes {args.sizes} --queries {args.queries}" + (" --files" if args.files else ""),
         "before": str(args.before),
         "after": str(args.after),
         "rows": rows,

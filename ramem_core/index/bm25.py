@@ -394,7 +394,8 @@ class LexicalIndex:
                 alive,
             ),
             "lengths": self._lengths_with_open(),
-            "df": self._df.counts(),
+            "df_terms": (df := self._df.counts())[0],
+            "df_counts": df[1],
             "live": self._live,
             "total_length": self._total_length,
         }
@@ -412,7 +413,12 @@ class LexicalIndex:
         self._alive = self._alive_rows.data
         self._length_rows = Rows.of(np.array(state["lengths"], dtype=np.float64))
         self._lengths = self._length_rows.data
-        self._df = _DocFreq.of(state["df"])
+        terms, counts = state["df_terms"], state["df_counts"]
+        if len(terms) != len(counts):
+            raise ValueError("document frequencies and their terms differ in length")
+        self._df = _DocFreq(
+            dict(zip(terms, range(len(terms)), strict=True)), np.array(counts, dtype=np.int64)
+        )
         self._live = state["live"]
         self._total_length = state["total_length"]
 
@@ -439,11 +445,6 @@ class _DocFreq:
         self._ids = {} if ids is None else ids
         self._counts = np.zeros(16, dtype=np.int64) if counts is None else counts
 
-    @classmethod
-    def of(cls, counts: dict[str, int]) -> _DocFreq:
-        ids = {term: i for i, term in enumerate(counts)}
-        return cls(ids, np.asarray(list(counts.values()), dtype=np.int64).reshape(len(ids)))
-
     def get(self, term: str) -> int:
         i = self._ids.get(term)
         return int(self._counts[i]) if i is not None and i < len(self._counts) else 0
@@ -461,10 +462,15 @@ class _DocFreq:
     def copy(self) -> _DocFreq:
         return _DocFreq(self._ids, self._counts.copy())
 
-    def counts(self) -> dict[str, int]:
-        """Every term with documents, and how many."""
-        n = len(self._counts)
-        return {t: int(self._counts[i]) for t, i in self._ids.items() if i < n and self._counts[i]}
+    def counts(self) -> tuple[list[str], npt.NDArray[np.int64]]:
+        """Every term with documents, and how many (two columns)."""
+        terms = list(self._ids)
+        ids = np.fromiter(self._ids.values(), dtype=np.int64, count=len(terms))
+        counts = np.zeros(len(terms), dtype=np.int64)
+        known = ids < len(self._counts)
+        counts[known] = self._counts[ids[known]]
+        keep = np.flatnonzero(counts)
+        return [terms[i] for i in keep.tolist()], counts[keep]
 
 
 class _Columns:

@@ -104,7 +104,8 @@ CONTENT_KEYS = EpisodicKeys(
 OPEN_SESSIONS = 8
 """Session documents kept open (growing by each live turn's words, not re-posted whole): the
 most recently grown ones; an older one is posted again when a ninth opens. Scoring reads the
-open documents term by term, so the bound keeps that cost fixed."""
+open documents term by term, so the bound keeps that cost fixed. Not tuned: one live session
+per conversation, and few conversations live at once in a namespace."""
 
 DENSE_PATCH_LIMIT = 512
 """Rows whose dense windows changed after they were appended are kept apart (a live session's
