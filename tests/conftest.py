@@ -17,9 +17,11 @@ from ramem_core import (
     MemoryUnit,
     RaMem,
     Session,
+    Store,
     TimeSpan,
     Turn,
 )
+from ramem_core.retrieval import CONTENT_ONLY
 from ramem_core.testing import HashEmbedder, WordCounter
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -84,3 +86,21 @@ def unit_at(uid: str, session: str, turn: int, text: str, day: int = 1) -> Memor
     """A memory of conversation "c": turn ``turn`` of ``session``, said on ``day`` May 2023."""
     span = TimeSpan(datetime(2023, 5, day, 10), datetime(2023, 5, day, 11), Granularity.INSTANT)
     return MemoryUnit(uid, text, EpisodicContext(session, "c", span, turn_index=turn))
+
+
+def content_only(store: Store) -> RaMem:
+    return RaMem(store, config=CONTENT_ONLY, counter=WordCounter())
+
+
+def back_from_lisbon(memory: RaMem) -> None:
+    """Ben back from Lisbon (the anchor's session), then a pottery class weeks later."""
+    back = Session(
+        "A",
+        (
+            Turn("A:1", "Ben", "I got back from the Lisbon trip today."),
+            Turn("A:2", "Alice", "Welcome back! Tell me everything."),
+        ),
+        datetime(2023, 5, 10, 19),
+    )
+    later = Session("B", (Turn("B:1", "Ben", "I started a pottery class."),), datetime(2023, 6, 2))
+    memory.add_conversation(Conversation("c", (back, later), ("Ben", "Alice")))

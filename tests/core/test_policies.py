@@ -1,0 +1,116 @@
+"""The list passes of stage 3 (:mod:`ramem_core.retrieval.policies`): valid memories move
+ahead only inside the relevant pool, a narrow window reaches below it, the anchor's side
+never opens the list."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ramem_core import (
+    ChromaStore,
+    Conversation,
+    RaMem,
+    RetrievalConfig,
+    Session,
+    Turn,
+)
+from ramem_core.retrieval import (
+    on_anchor_side,
+)
+from ramem_core.testing import WordCounter
+from tests.conftest import back_from_lisbon, content_only
+
+
+def _long_session(start: datetime, label: str, topic: str, n: int) -> Session:
+    turns = [Turn(f"{label}:1", "Ben", f"Let me tell you about {topic}.")]
+    turns += [
+        Turn(f"{label}:{i}", "Alice" if i % 2 else "Ben", f"Small talk number {i} about {topic}.")
+        for i in range(2, n + 1)
+    ]
+    return Session(label, tuple(turns), start)
+
+
+def test_valid_memories_move_ahead_only_inside_the_relevant_pool(store: ChromaStore) -> None:
+    # August holds 40 memories, none about the dentist; the dentist visit was in March
+    conversation = Conversation(
+        "c",
+        (
+            Session(
+                "M",
+                (Turn("M:1", "Ben", "The dentist filled two teeth and said to floss daily."),),
+                datetime(2023, 3, 3, 10, 0),
+            ),
+            _long_session(datetime(2023, 8, 1, 10, 0), "A1", "gardening", 20),
+            _long_session(datetime(2023, 8, 15, 10, 0), "A2", "painting", 20),
+        ),
+    )
+    memory = RaMem(store, config=RetrievalConfig(validity_pool=5), counter=WordCounter())
+    memory.add_conversation(conversation)
+    query = "What did the dentist say in August?"
+    assert memory.frame(query).grounded_times  # a grounded but wrong window
+    evidence = memory.recall(query, k=10)
+    # the relevant memory outside the window is not pushed out by 40 valid ones
+    assert "M:1" in {e.unit.source_ids[0] for e in evidence}
+    contextual = [e for e in evidence if e.contextual]
+    # the valid memories of the relevant pool moved ahead, and the window's two best below it
+    assert len(contextual) <= 5 + RetrievalConfig().window_slots
+    assert all(e.satisfied for e in contextual)
+    assert [e.rank for e in evidence] == list(range(1, 11))
+    scores = [e.score for e in evidence]
+    assert scores == sorted(scores, reverse=True)
+    # with a pool of one and no slots, at most one memory is moved
+    narrow = RaMem(
+        store, config=RetrievalConfig(validity_pool=1, window_slots=0), counter=WordCounter()
+    )
+    assert sum(e.contextual for e in narrow.recall(query, k=10)) <= 1
+
+
+def test_a_narrow_window_reaches_below_the_relevant_pool(store: ChromaStore) -> None:
+    # thirty evenings of concert talk; the one concert last Saturday shares few words with
+    # the question, so content ranks it below all of them
+    sessions = [
+        Session(
+            f"C{day}",
+            (Turn(f"C{day}:1", "user", f"I love concert nights, concert number {day} was fun."),),
+            datetime(2023, 3, 1 + day, 20, 0),
+        )
+        for day in range(30)
+    ]
+    sessions.append(
+        Session(
+            "S",
+            (
+                Turn("S:1", "user", "We saw Queen live with my parents, what a show."),
+                Turn("S:2", "user", "The parking was a nightmare though."),
+            ),
+            datetime(2023, 4, 15, 21, 0),
+        )
+    )
+    memory = RaMem(store, counter=WordCounter())
+    memory.add_conversation(Conversation("c", tuple(sessions)))
+    query = "Who did I go to the concert with last Saturday?"
+    at = datetime(2023, 4, 22, 9, 0)
+    assert memory.frame(query, at=at).grounded_times
+    assert "S:1" not in [e.unit.source_ids[0] for e in content_only(store).recall(query, k=20)]
+    evidence = memory.recall(query, k=10, at=at)
+    ids = [e.unit.source_ids[0] for e in evidence]
+    # the window's best memories below the pool come first, then the relevant others
+    assert set(ids[:2]) == {"S:1", "S:2"}
+    assert all(e.contextual for e in evidence[:2])
+    assert all(i.startswith("C") for i in ids[2:])
+    # without the slots, only the pool's valid memories (here none) move
+    pooled = RaMem(store, config=RetrievalConfig(window_slots=0), counter=WordCounter())
+    assert "S:1" not in [e.unit.source_ids[0] for e in pooled.recall(query, k=10, at=at)]
+
+
+def test_the_anchors_side_never_takes_the_first_places(memory: RaMem) -> None:
+    back_from_lisbon(memory)
+    query = "What did Ben do after the Lisbon trip?"
+    found = memory.recall(query, k=3)
+    assert [e.unit.source_ids[0] for e in found] == ["B:1", "A:1", "A:2"]
+    assert [on_anchor_side(e.unit, found.frame) for e in found] == [False, True, True]
+    assert [e.score for e in found] == sorted((e.score for e in found), reverse=True)
+    off = RetrievalConfig(anchor_side_slots=0)
+    plain = RaMem(memory.store, counter=WordCounter(), config=off).recall(query, k=3)
+    assert on_anchor_side(plain[0].unit, plain.frame)  # without it: the trip itself first
+    assert {e.unit.id for e in plain} == {e.unit.id for e in found}  # the same top k

@@ -1,0 +1,225 @@
+"""The content ranking (:mod:`ramem_core.retrieval.ranking`): episodic keys find a turn by its
+neighbours and its session, its own content puts it first, recorded exchanges rank apart."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from ramem_core import (
+    Conversation,
+    RaMem,
+    RetrievalConfig,
+    Session,
+    Turn,
+)
+from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
+from ramem_core.retrieval import (
+    LEARNED_FUSION,
+)
+from tests.conftest import content_only, two_trips
+
+
+def test_episodic_keys_prefer_the_supported_episode(memory: RaMem) -> None:
+    # a lone look-alike in January against an episode in August that matches as a whole
+    memory.add_conversation(
+        Conversation(
+            "c",
+            (
+                Session(
+                    "A",
+                    (
+                        Turn("A:1", "Ben", "The sardines were grilled by the river, lovely."),
+                        Turn("A:2", "Alice", "I painted the kitchen blue."),
+                    ),
+                    datetime(2023, 1, 5),
+                ),
+                Session(
+                    "B",
+                    (
+                        Turn("B:1", "Ben", "We ate sardines in Porto."),
+                        Turn("B:2", "Alice", "Were the sardines grilled?"),
+                        Turn("B:3", "Ben", "Yes, grilled, next to the river."),
+                    ),
+                    datetime(2023, 8, 5),
+                ),
+            ),
+        )
+    )
+    query = "Where did Ben eat grilled sardines by the river?"
+    plain = content_only(memory.store).recall(query, k=5)
+    # the keys' own fusion (the learned one also weighs the look-alike's own words)
+    episodic = RaMem(memory.store, config=RetrievalConfig(fusion=None)).recall(query, k=5)
+    assert plain[0].unit.source_ids == ("A:1",)
+    assert episodic[0].unit.context.session_id == "B"
+    assert {e.unit.id for e in plain} == {e.unit.id for e in episodic}  # nothing dropped
+    scores = [e.score for e in episodic]
+    assert scores == sorted(scores, reverse=True)
+    off = RaMem(memory.store, config=RetrievalConfig(keys=CONTENT_KEYS))
+    assert off.recall(query, k=1)[0].unit.source_ids == ("A:1",)  # needs the episodic keys
+
+
+def test_a_neighbours_words_find_a_turn(memory: RaMem) -> None:
+    # "it" names nothing; the turn before it names the pottery class
+    memory.add_conversation(
+        Conversation(
+            "c",
+            (
+                Session(
+                    "P",
+                    (
+                        Turn("P:1", "Alice", "I signed up for a pottery class downtown."),
+                        Turn("P:2", "Ben", "Nice, how was the first evening?"),
+                        Turn("P:3", "Alice", "It was wonderful, I made a small bowl."),
+                    ),
+                    datetime(2023, 5, 2),
+                ),
+                Session(
+                    "Q",
+                    (
+                        Turn("Q:1", "Alice", "The weather was wonderful for a walk."),
+                        Turn("Q:2", "Ben", "I made soup yesterday evening."),
+                    ),
+                    datetime(2023, 6, 2),
+                ),
+            ),
+        )
+    )
+    query = "How was the pottery class downtown?"
+    episodic = RaMem(
+        memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=0.0, window=0))
+    )
+    plain = RaMem(memory.store, config=RetrievalConfig(keys=CONTENT_KEYS))
+    by_id = {u.id: u for u in memory.store.get(memory.namespace)}
+    p3 = next(i for i, u in by_id.items() if u.source_ids == ("P:3",))
+    lexical = {e.unit.id: e.lexical_score for e in episodic.recall(query, k=5)}
+    assert lexical[p3]  # the neighbour's "pottery class" is in P:3's lexical key
+    assert not {e.unit.id: e.lexical_score for e in plain.recall(query, k=5)}.get(p3)
+
+
+def test_own_content_ranks_the_turn_that_says_it_above_its_neighbours(memory: RaMem) -> None:
+    turns = (
+        Turn("P:1", "Alice", "I signed up for a pottery class downtown."),
+        Turn("P:2", "Ben", "Nice, how was the first evening?"),
+        Turn("P:3", "Alice", "It was wonderful, I made a small bowl."),
+        Turn("P:4", "Ben", "Did you bring it home?"),
+    )
+    memory.add_conversation(Conversation("c", (Session("P", turns, datetime(2023, 5, 2)),)))
+    query = "Who made a small bowl?"
+    with_own = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(own_weight=0.25)))
+    without = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)))
+    assert with_own.recall(query, k=1)[0].unit.source_ids == ("P:3",)
+    scores = {e.unit.source_ids[0]: e.score for e in without.recall(query, k=4)}
+    own = {e.unit.source_ids[0]: e.score for e in with_own.recall(query, k=4)}
+    # the own-content weight widens the turn's lead over its neighbours
+    assert own["P:3"] - max(own["P:2"], own["P:4"]) > scores["P:3"] - max(
+        scores["P:2"], scores["P:4"]
+    )
+
+
+def test_the_matching_session_lifts_every_one_of_its_turns(memory: RaMem) -> None:
+    memory.add_conversation(two_trips())
+    query = "grilled sardines by the river"
+    lifted = RaMem(
+        memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=4.0), fusion=None)
+    )
+    flat = RaMem(
+        memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=0.0), fusion=None)
+    )
+    gain = {e.unit.id: e.score for e in lifted.recall(query, k=6)}
+    base = {e.unit.id: e.score for e in flat.recall(query, k=6)}
+    by_session: dict[str, set[float]] = {}
+    for e in lifted.recall(query, k=6):
+        by_session.setdefault(e.unit.context.session_id, set()).add(
+            round(gain[e.unit.id] - base[e.unit.id], 6)
+        )
+    # one bonus per session, the same for each of its turns; the best session gets 4 / 61
+    assert all(len(bonuses) == 1 for bonuses in by_session.values())
+    assert max(b for bonuses in by_session.values() for b in bonuses) == pytest.approx(
+        4 / 61, abs=1e-5
+    )
+    assert min(b for bonuses in by_session.values() for b in bonuses) < 4 / 61
+
+
+def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem) -> None:
+    # two sessions tell of the same move; only one turn says when it happened
+    memory.add_conversation(
+        Conversation(
+            "c",
+            (
+                Session(
+                    "A",
+                    (
+                        Turn(
+                            "A:1",
+                            "Ana",
+                            "Ana moved to Lisbon. Ana loves Lisbon, the move was good.",
+                        ),
+                    ),
+                    datetime(2023, 3, 5),
+                ),
+                Session(
+                    "B",
+                    (Turn("B:1", "Ana", "I moved there last week with my cat."),),
+                    datetime(2023, 3, 12),
+                ),
+            ),
+        )
+    )
+    said_when = {"B:1"}
+
+    def first(config: RetrievalConfig, query: str) -> set[str]:
+        fixed = replace(config, fusion=None)  # the bonus of the fixed fusion (learned: below)
+        return set(RaMem(memory.store, config=fixed).recall(query, k=1)[0].unit.source_ids)
+
+    no_bonus = RetrievalConfig(time_weight=0.0)
+    assert first(no_bonus, "When did Ana move to Lisbon?") != said_when  # content prefers A
+    assert first(RetrievalConfig(), "When did Ana move to Lisbon?") == said_when
+    assert first(RetrievalConfig(), "Where did Ana move to, Lisbon?") != said_when  # not "when"
+    frame_off = RetrievalConfig(context_ranking=False)
+    assert first(frame_off, "When did Ana move to Lisbon?") != said_when  # part of the frame
+    # the learned fusion reads "says when" only where the bonus would be given
+    snap = memory.snapshots.get(memory.namespace)
+    fusion = replace(LEARNED_FUSION, candidates=5)
+
+    def says_when(config: RetrievalConfig, query: str) -> list[float]:
+        retriever = RaMem(memory.store, config=config).retriever
+        rows, features = retriever.fusion_candidates(snap, memory.frame(query), fusion)
+        return [features["timed"][rows.index(snap.position[u.id])] for u in snap.units]
+
+    assert sorted(says_when(RetrievalConfig(), "When did Ana move to Lisbon?")) == [0.0, 1.0]
+    for config, query in [
+        (RetrievalConfig(), "Where did Ana move to, Lisbon?"),
+        (no_bonus, "When did Ana move to Lisbon?"),
+        (frame_off, "When did Ana move to Lisbon?"),
+    ]:
+        assert says_when(config, query) == [0.0, 0.0]
+
+
+def test_rows_ranked_apart_take_no_rank_from_the_others(memory: RaMem) -> None:
+    from ramem_core.index.snapshot import Snapshot
+    from ramem_core.retrieval import Retriever
+
+    memory.add_conversation(two_trips())
+    for day, asked in enumerate(["What did Ben eat in Lisbon?", "Where did Alice go?"]):
+        memory.add_exchange(
+            asked, "From what you told me: sardines.", at=datetime(2024, 1, day + 1)
+        )
+    snap = memory.snapshots.get(memory.namespace)
+    assert snap.vectors is not None
+    stated = np.flatnonzero(~snap.derived)
+    alone = Snapshot(
+        [snap.unit(int(i)) for i in stated], snap.vectors[stated], memory.retriever.config.keys
+    )
+    query = "What did Ben eat in Lisbon?"
+    vector = memory.embedder.embed([query])[0]
+    dense_only = Retriever(memory.embedder, RetrievalConfig(lexical=False))
+    together = dense_only.rank(snap, query, vector, apart=snap.derived)
+    np.testing.assert_allclose(
+        together.fused[stated], dense_only.rank(alone, query, vector).fused, rtol=1e-6
+    )
+    mixed = dense_only.rank(snap, query, vector)  # without: the questions take their ranks
+    assert not np.allclose(mixed.fused[stated], together.fused[stated])
