@@ -20,7 +20,7 @@ import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import SupportsIndex, overload
+from typing import Any, SupportsIndex, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -289,14 +289,45 @@ class Snapshot:
         units = self.units
         state["units"] = units if isinstance(units, StoredUnits) else StoredUnits.of(units)
         del state["_vector_rows"], state["position"]
+        # the per-session state as named columns, not one object per session
+        keys = list(self._session_rows)
+        rows = [self._session_rows[key] for key in keys]
+        state["_session_rows"] = {
+            "conversations": [key[0] for key in keys],
+            "sessions": [key[1] for key in keys],
+            "offsets": np.cumsum([0, *(len(r) for r in rows)]).astype(np.int64),
+            "rows": np.concatenate(rows).astype(np.int64) if rows else _NO_ROWS,
+            "turns": np.asarray([self._session_turns[k] for k in keys], dtype=np.int64),
+            "speakers": ["\x1f".join(self._session_speakers[k]) for k in keys],
+        }
+        del state["_session_turns"], state["_session_speakers"]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
+        sessions = state.pop("_session_rows")
         self.__dict__.update(state)
+        self._session_state_from(sessions)  # type: ignore[arg-type]
         self._vector_rows = None if self.vectors is None else Rows.of(self.vectors)
         units = self.units
         ids = units.ids() if isinstance(units, StoredUnits) else [u.id for u in units]
         self.position = GrownMap.of(ids)
+
+    def _session_state_from(self, columns: Mapping[str, Any]) -> None:
+        """The per-session lookups from their saved columns (checked: the columns agree in
+        length and the offsets cut the rows)."""
+        keys = list(zip(columns["conversations"], columns["sessions"], strict=True))
+        offsets, rows = columns["offsets"], columns["rows"]
+        turns, speakers = columns["turns"], columns["speakers"]
+        if not (len(offsets) == len(keys) + 1 == len(turns) + 1 == len(speakers) + 1):
+            raise ValueError("inconsistent snapshot: per-session columns differ in length")
+        if offsets[0] != 0 or offsets[-1] != len(rows) or (np.diff(offsets) < 0).any():
+            raise ValueError("inconsistent snapshot: session offsets do not cut the rows")
+        bounds = offsets.tolist()
+        self._session_rows = {k: rows[bounds[i] : bounds[i + 1]] for i, k in enumerate(keys)}
+        self._session_turns = dict(zip(keys, turns.tolist(), strict=True))
+        self._session_speakers = {
+            k: tuple(names.split("\x1f")) for k, names in zip(keys, speakers, strict=True)
+        }
 
     def validate(self, dimension: int) -> None:
         """Raise ``ValueError`` naming the first inconsistency (a loaded snapshot file is
