@@ -18,6 +18,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from pydantic import ConfigDict, Field
 
 from ramem_core import DEFAULT_K, RaMem
+from ramem_core.synthesis import asked_on
 from ramem_core.types import utc_now
 
 
@@ -52,7 +53,8 @@ class RaMemMemory(BaseMemory):
     human_prefix: str = "Human"
     ai_prefix: str = "AI"
     clock: Callable[[], datetime] = Field(default=utc_now)
-    """When an exchange happens: the time recorded with its turns."""
+    """The moment of asking (what each question is grounded at) and of each exchange (the
+    time recorded with its turns)."""
 
     @property
     def memory_variables(self) -> list[str]:
@@ -63,9 +65,14 @@ class RaMemMemory(BaseMemory):
         """Situated evidence for the chain's input."""
         query = _pick(inputs, self.input_key, {self.memory_key}, "input")
         block = self.memory.situate(
-            query, k=self.k, namespace=self.namespace, max_tokens=self.max_tokens
+            query,
+            k=self.k,
+            namespace=self.namespace,
+            max_tokens=self.max_tokens,
+            at=self.clock(),  # grounded at the moment of asking
         )
-        return {self.memory_key: block.text}
+        text = f"Asked on: {asked_on(block.now)}.\n{block.text}" if block.text else ""
+        return {self.memory_key: text}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Record the input and the output as turns of a live conversation."""

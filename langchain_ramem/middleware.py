@@ -24,7 +24,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from ramem_core import DEFAULT_K, InvalidInputError, RaMem
-from ramem_core.synthesis import ContextBlock, system_context
+from ramem_core.synthesis import ContextBlock, asked_on, system_context
 from ramem_core.types import utc_now
 
 
@@ -81,8 +81,13 @@ def recall_tool(
     k: int = DEFAULT_K,
     namespace_key: str = "user_id",
     default_namespace: str | None = None,
+    clock: Callable[[], datetime] | None = utc_now,
 ) -> BaseTool:
-    """A tool the agent can call to search its long-term memory itself."""
+    """A tool the agent can call to search its long-term memory itself.
+
+    ``clock``: the moment of asking, so "last week" and "now" mean the week before the call
+    (naive UTC now by default, as every time RaMem stores); ``None`` grounds against the end
+    of the memory's last session, for offline replays."""
 
     @tool("recall_memory")
     def recall_memory(query: str, runtime: ToolRuntime[Any, Any]) -> str:
@@ -93,8 +98,11 @@ def recall_tool(
                 (e.g. "what the doctor said last August").
         """
         ns = resolve_namespace(runtime.context, runtime.config, namespace_key, default_namespace)
-        block = memory.situate(query, k=k, namespace=ns)
-        return block.text or "No memory found."
+        at = clock() if clock is not None else None
+        block = memory.situate(query, k=k, namespace=ns, at=at)
+        if not block.text:
+            return "No memory found."
+        return f"Asked on: {asked_on(block.now)}.\n{block.text}"
 
     return recall_memory
 
@@ -116,8 +124,10 @@ class RaMemMiddleware(AgentMiddleware):
         with_tool: also give the agent the ``recall_memory`` tool (off by default: a tool
             needs a model that supports tool calling, ``bind_tools``, and the memories are
             injected anyway).
-        clock: the time recorded with each exchange: naive UTC now by default, as every time
-            RaMem stores.
+        clock: the moment of asking and the time recorded with each exchange: naive UTC now
+            by default, as every time RaMem stores. Each question is grounded at it ("last
+            weekend" asked a week later is another weekend), and what the model receives
+            says it ("Asked on ...").
     """
 
     def __init__(
@@ -148,7 +158,11 @@ class RaMemMiddleware(AgentMiddleware):
         self.tools = (
             [
                 recall_tool(
-                    memory, k=k, namespace_key=namespace_key, default_namespace=default_namespace
+                    memory,
+                    k=k,
+                    namespace_key=namespace_key,
+                    default_namespace=default_namespace,
+                    clock=clock,
                 )
             ]
             if with_tool
@@ -184,7 +198,11 @@ class RaMemMiddleware(AgentMiddleware):
         asked = self._query(request)
         if asked is not None:
             block = self.memory.situate(
-                asked[0], k=self.k, namespace=asked[1], max_tokens=self.max_tokens
+                asked[0],
+                k=self.k,
+                namespace=asked[1],
+                max_tokens=self.max_tokens,
+                at=self.clock(),  # grounded at the moment of asking
             )
             request = self._inject(request, block)
         return handler(request)
@@ -196,7 +214,11 @@ class RaMemMiddleware(AgentMiddleware):
         asked = self._query(request)
         if asked is not None:
             block = await self.memory.asituate(
-                asked[0], k=self.k, namespace=asked[1], max_tokens=self.max_tokens
+                asked[0],
+                k=self.k,
+                namespace=asked[1],
+                max_tokens=self.max_tokens,
+                at=self.clock(),
             )
             request = self._inject(request, block)
         return await handler(request)

@@ -17,7 +17,7 @@ from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field
 
 from ramem_core import DEFAULT_K, Kind, RaMem
-from ramem_core.synthesis import strip_echo
+from ramem_core.synthesis import asked_on, strip_echo
 from ramem_core.types import utc_now
 
 
@@ -51,9 +51,14 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
             return ""
         # LlamaIndex wraps every block in <memory>...</memory>: RaMem's items take another name
         block = await self.memory.asituate(
-            query, k=self.k, namespace=self.namespace, max_tokens=self.max_tokens, tag="evidence"
+            query,
+            k=self.k,
+            namespace=self.namespace,
+            max_tokens=self.max_tokens,
+            tag="evidence",
+            at=self.clock(),  # grounded at the moment of asking
         )
-        return block.text
+        return f"Asked on: {asked_on(block.now)}.\n{block.text}" if block.text else ""
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         def store() -> None:

@@ -147,12 +147,14 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
 
 
 def _known_namespace(memory: Any, console: Console) -> bool:
-    """Say so when the namespace asked about does not exist (a read never creates it)."""
-    if memory.store.has_namespace(memory.namespace):
+    """Say so when the namespace asked about holds no memories (never created, or emptied):
+    the API reads it as empty, the command line says why nothing comes back."""
+    if memory.has_namespace(memory.namespace) and memory.count():
         return True
+    state = "is empty" if memory.has_namespace(memory.namespace) else "does not exist"
     console.print(
-        f"[red]error:[/red] namespace {memory.namespace!r} does not exist; ingest into it "
-        "first (`ramem namespaces` lists the existing ones)"
+        f"[red]error:[/red] namespace {memory.namespace!r} {state}: it holds no memories; "
+        "ingest into it first (`ramem namespaces` lists the existing ones)"
     )
     return False
 

@@ -3,7 +3,7 @@
     RaMemError
     ├── InvalidInputError (also a ValueError)
     │   ├── ConversationFormatError   a conversation file or object is malformed
-    │   └── NamespaceNotFoundError    a read names a namespace nothing was stored in
+    │   └── NamespaceNotFoundError    a namespace does not exist (reads return empty instead)
     ├── StoreError                    the Chroma store failed or is inconsistent
     ├── ModelUnavailableError         an embedding model or data file is missing
     └── ModelReplyError               a model's reply is not text
@@ -54,7 +54,8 @@ class ConversationFormatError(InvalidInputError):
 
 
 class NamespaceNotFoundError(InvalidInputError, LookupError):
-    """A read names a namespace that does not exist (reads never create one)."""
+    """A namespace that does not exist. Kept for code that catches it: reads of a namespace
+    with no memories return empty results (a new user's are not errors)."""
 
     def __init__(self, namespace: str) -> None:
         # other tenants' namespaces are never named: they are not the caller's to know

@@ -17,6 +17,7 @@ from typing import Any
 from ramem_core.anchoring import mentioned_names
 from ramem_core.ordinals import Ordinal, ordinals
 from ramem_core.protocols import LLM, FrameContext
+from ramem_core.states import asks_earlier, asks_now
 from ramem_core.temporal import (
     NUMBER_PATTERN,
     WEEKDAYS,
@@ -121,7 +122,8 @@ def framed(
     context: FrameContext,
 ) -> RecallFrame:
     """The frame of ``query`` with what stage 3 reads off the question besides its conditions:
-    whether it asks *when*, and the people it names who speak in the memory."""
+    whether it asks *when*, the people it names who speak in the memory, and whether it asks
+    about a state now or before (:mod:`ramem_core.states`)."""
     return RecallFrame(
         query,
         need,
@@ -131,6 +133,8 @@ def framed(
         asks_when=asks_for_time(query),
         asks_dialogue=asks_about_dialogue(query),
         speakers=named_speakers(query, context),
+        asks_now=asks_now(query),
+        asks_earlier=asks_earlier(query),
     )
 
 
@@ -186,15 +190,17 @@ def _adjacent_span(anchor: TimeSpan, period: str, relation: Relation) -> TimeSpa
 
 
 def relation_window(
-    anchor: TimeSpan, relation: Relation, memory_range: TimeSpan
+    anchor: TimeSpan, relation: Relation, memory_range: TimeSpan, now: datetime | None = None
 ) -> TimeSpan | None:
-    """The window a relation to ``anchor`` selects inside the memory's range."""
+    """The window a relation to ``anchor`` selects inside the memory's range; an "after"
+    window ends at ``now`` (what happened after X happened by the moment of asking)."""
     if relation is Relation.DURING:
         return anchor
     if relation is Relation.BEFORE:
         start, end = memory_range.start, anchor.start - _SECOND
     else:
-        start, end = anchor.end + _SECOND, memory_range.end
+        last = memory_range.end if now is None else min(memory_range.end, now)
+        start, end = anchor.end + _SECOND, last
     if end < start:
         return None
     return TimeSpan(start, end, Granularity.DAY)
@@ -441,7 +447,7 @@ class RuleFrameInducer:
             elif m.group("n"):
                 window = _offset_span(anchor, amount, m.group("unit").lower(), relation)
             else:
-                window = relation_window(anchor, relation, memory)
+                window = relation_window(anchor, relation, memory, context.now)
         except (ValueError, OverflowError):  # past the ends of the calendar
             return TimeConstraint(text, None, False, relation, anchor_text, "outside the calendar")
         if window is None or not window.overlaps(memory):

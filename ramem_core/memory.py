@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 from ramem_core.anchoring import RuleAnchorer
-from ramem_core.errors import InvalidInputError, NamespaceNotFoundError
+from ramem_core.errors import InvalidInputError
 from ramem_core.frames import RuleFrameInducer
 from ramem_core.index.files import MIN_MEMORIES, SnapshotFiles
 from ramem_core.index.freshness import DEFAULT_CACHE_BYTES, Freshness
-from ramem_core.index.snapshot import SessionState
+from ramem_core.index.snapshot import SessionState, Snapshot
 from ramem_core.keyed import KeyedMemories
 from ramem_core.live import check_turn, place, placed
 from ramem_core.loaders import Format, conversation_from_dict, load_conversations
@@ -91,6 +91,12 @@ def _in_thread(
 
     in_thread.__doc__ = f":meth:`{method.__name__}` in a worker thread.\n\n{method.__doc__}"
     return in_thread
+
+
+@functools.cache
+def _empty_snapshot() -> Snapshot:
+    """What a namespace nothing was stored in reads as (shared: a snapshot never changes)."""
+    return Snapshot([], None)
 
 
 def _snapshot_files(store: ChromaStore) -> SnapshotFiles | None:
@@ -631,14 +637,15 @@ class RaMem:
     ) -> RecallFrame:
         """Stage 2: the recall frame of ``query``, grounded against this memory.
 
+        A namespace nothing was stored in yet gives a frame with nothing grounded.
+
         Raises:
             InvalidInputError: an empty query, one over
                 :data:`~ramem_core.validation.MAX_QUERY_CHARS`, or a bad ``at``.
-            NamespaceNotFoundError: nothing was ever stored in the namespace.
         """
         query = check_query(query)
         moment = check_moment(at, "at") if at is not None else None
-        snap = self.snapshots.get(self._known(namespace))
+        snap = self._snapshot(namespace)
         return self.retriever.frame(self.retriever.probe(snap, query), self.inducer, at=moment)
 
     def recall(
@@ -662,26 +669,25 @@ class RaMem:
             namespace: the tenant to search.
 
         Returns:
-            The evidence, best first, with the recall frame it was chosen by.
+            The evidence, best first, with the recall frame it was chosen by; no evidence for
+            a namespace with no memories (a new user's, or an emptied one).
 
         Raises:
             InvalidInputError: an empty or over-long query, ``k`` not a positive integer, a bad
                 ``at`` (see :meth:`frame`).
-            NamespaceNotFoundError: nothing was ever stored in the namespace (an existing but
-                emptied namespace gives no evidence).
         """
         check_count(k, "k")
         query = check_query(query)
         moment = check_moment(at, "at") if at is not None else None
-        snap = self.snapshots.get(self._known(namespace))
-        return self.retriever.recall(snap, query, self.inducer, k, at=moment)
+        return self.retriever.recall(self._snapshot(namespace), query, self.inducer, k, at=moment)
 
-    def _known(self, namespace: str | None) -> str:
-        """The namespace to read, if it exists; reads never create one."""
+    def _snapshot(self, namespace: str | None) -> Snapshot:
+        """The namespace's snapshot, or an empty one where nothing was ever stored: a new
+        user's reads are empty, not errors, and a read never creates a namespace."""
         ns = self._ns(namespace)
         if not self.store.has_namespace(ns):
-            raise NamespaceNotFoundError(ns)
-        return ns
+            return _empty_snapshot()
+        return self.snapshots.get(ns)
 
     def situate(
         self,
@@ -788,6 +794,7 @@ class RaMem:
             with_context=with_context,
             session_context=self.retriever.config.session_context,
             tag=tag,
+            now=evidence.frame.now if isinstance(evidence, Recall) else None,
         )
 
     def answer(

@@ -114,8 +114,26 @@ def render(
         f'{k}="{quote(v, one_line=True)}"'
         for k, v in coordinates(evidence.unit, session_context=session_context).items()
     )
-    body = quote(resolved_content(evidence.unit), one_line=True)
-    return f'<{tag} n="{number}" {attrs}>\n{body}\n</{tag}>'
+    lines = [f'<{tag} n="{number}" {attrs}>', quote(resolved_content(evidence.unit), one_line=True)]
+    lines += [f"{name}: {quote(text, one_line=True)}" for name, text in validity(evidence)]
+    return "\n".join([*lines, f"</{tag}>"])
+
+
+def validity(evidence: Evidence) -> list[tuple[str, str]]:
+    """Why ``evidence`` applies, one line each: the frame's conditions it meets ("valid") and,
+    for a state statement a later one superseded, by what and since when ("superseded")."""
+    out = []
+    if evidence.satisfied:
+        out.append(("valid", "; ".join(evidence.satisfied)))
+    if evidence.superseded is not None:
+        later = evidence.superseded
+        out.append(
+            (
+                "superseded",
+                f"on {later.on.day} {later.on:%B %Y} by {later.content!r}: valid until then",
+            )
+        )
+    return out
 
 
 Scalar = str | int | float | bool
@@ -137,6 +155,7 @@ def evidence_metadata(evidence: Evidence) -> dict[str, Scalar]:
         "session_id": ctx.session_id,
         "source_ids": "; ".join(unit.source_ids),
         "speaker": ctx.speaker,
+        "kind": ctx.kind.value,  # statement, question or reply
         "participants": "; ".join(ctx.participants),
         "topic": ctx.topic,
         "content": quote(unit.content, one_line=True),  # data, as in the rendering
@@ -154,6 +173,9 @@ def evidence_metadata(evidence: Evidence) -> dict[str, Scalar]:
             meta[f"{prefix}_time"] = describe(span)
     if ctx.mentions:
         meta["mentions"] = "; ".join(f"{m.text} = {describe(m.span)}" for m in ctx.mentions)
+    if evidence.superseded is not None:
+        meta["superseded_by"] = evidence.superseded.by
+        meta["superseded_on"] = evidence.superseded.on.isoformat()
     return meta
 
 
@@ -166,12 +188,14 @@ class ContextBlock:
         included: evidence rendered into ``text``, in rank order.
         omitted: evidence cut by the budget.
         tokens: tokens of ``text``.
+        now: when the question was asked (the recall frame's now), if known.
     """
 
     text: str
     included: tuple[Evidence, ...]
     omitted: tuple[Evidence, ...]
     tokens: int
+    now: datetime | None = None
 
 
 def fit_budget(
@@ -182,9 +206,10 @@ def fit_budget(
     with_context: bool = True,
     session_context: bool = True,
     tag: str = "memory",
+    now: datetime | None = None,
 ) -> ContextBlock:
     """Render ``evidence`` in rank order until ``max_tokens`` would be exceeded (``tag``: see
-    :func:`render`)."""
+    :func:`render`); ``now``: when the question was asked, kept with the block."""
     parts: list[str] = []
     included: list[Evidence] = []
     omitted: list[Evidence] = []
@@ -204,7 +229,7 @@ def fit_budget(
         parts.append(text)
         included.append(item)
         used += cost
-    return ContextBlock("\n".join(parts), tuple(included), tuple(omitted), used)
+    return ContextBlock("\n".join(parts), tuple(included), tuple(omitted), used, now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +255,15 @@ def answer(question: str, context: ContextBlock, llm: LLM, now: datetime | None)
 
 
 def system_context(context: ContextBlock) -> str:
-    """The memory section an agent's system prompt gets; empty when nothing was recalled."""
+    """The memory section an agent's system prompt gets, with the date of asking; empty
+    when nothing was recalled."""
     if not context.text:
         return ""
-    return CONTEXT_PROMPT.format(memories=context.text)
+    return CONTEXT_PROMPT.format(now=asked_on(context.now), memories=context.text)
+
+
+def asked_on(now: datetime | None) -> str:
+    """The moment of asking in words ("Tuesday 5 December 2023, 14:05"), or "unknown"."""
+    if now is None:
+        return "unknown"
+    return f"{now:%A} {now.day} {now:%B %Y, %H:%M}"

@@ -257,6 +257,10 @@ class RecallFrame:
         asks_dialogue: the question asks what was said to or by the agent ("What did you
             recommend?", "What did I ask you about Lisbon?"): recorded questions and replies
             (:class:`Kind`) keep their place instead of yielding to statements.
+        asks_now: the question asks about a state as it is now ("Where do I live now?", "What
+            is my current job?"): the latest statement of each superseded chain comes first.
+        asks_earlier: the question asks for an earlier value ("Where did I live before?",
+            "What was my previous job?"): superseded statements keep their place.
     """
 
     query: str
@@ -267,6 +271,8 @@ class RecallFrame:
     asks_when: bool = False
     speakers: tuple[str, ...] = ()
     asks_dialogue: bool = False
+    asks_now: bool = False
+    asks_earlier: bool = False
 
     @property
     def grounded_times(self) -> tuple[TimeConstraint, ...]:
@@ -313,6 +319,9 @@ class Evidence:
         lexical_score: BM25 score, if the unit was a lexical candidate.
         contextual: True when the unit came from the context-consistent candidates.
         satisfied: the frame conditions the unit meets ("why it is valid").
+        superseded: the later statement by the same person about the same state that
+            supersedes this one ("I moved to Porto" after "I live in Lisbon"), if any: the
+            memory was valid until then (derived when read, never stored).
     """
 
     unit: MemoryUnit
@@ -322,6 +331,17 @@ class Evidence:
     lexical_score: float | None = None
     contextual: bool = False
     satisfied: tuple[str, ...] = field(default_factory=tuple)
+    superseded: Supersession | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """A state statement superseded by a later one: ``by`` (the successor's unit id) said
+    ``on`` (when the successor was said), with its ``content``."""
+
+    by: str
+    on: datetime
+    content: str
 
 
 @dataclass(frozen=True, slots=True)

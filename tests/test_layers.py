@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ramem_core.anchoring",
             "ramem_core.frames",
             "ramem_core.ordinals",
+            "ramem_core.states",
             "ramem_core.retrieval",
             "ramem_core.synthesis",
             "ramem_core.embedding",

@@ -76,6 +76,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-anchor-side": RetrievalConfig(anchor_side_slots=0),
     "no-ordinals": RetrievalConfig(ordinals=False),
     "no-fusion": RetrievalConfig(fusion=None),
+    "no-supersession": RetrievalConfig(supersession=False),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

@@ -16,7 +16,7 @@ keep their order after them, and nothing is dropped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -26,7 +26,7 @@ from ramem_core.errors import InvalidInputError
 from ramem_core.index.bm25 import Scores
 from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.protocols import Embedder, FrameContext, FrameInducer
-from ramem_core.retrieval import policies
+from ramem_core.retrieval import policies, supersession
 from ramem_core.retrieval.conditions import Conditions, mostly_within, on_anchor_side
 from ramem_core.retrieval.config import CONTENT_ONLY, RetrievalConfig
 from ramem_core.retrieval.fusion import (
@@ -59,6 +59,14 @@ __all__ = [
     "on_anchor_side",
     "ranks",
 ]
+
+
+def _with_held(satisfied: tuple[str, ...], held: str | None) -> tuple[str, ...]:
+    """What a memory satisfies, with the lasting state it held through a window when its
+    own times say nothing of that window."""
+    if held is None or any("within" in s for s in satisfied):
+        return satisfied
+    return (*satisfied, held)
 
 
 class Retriever:
@@ -155,9 +163,19 @@ class Retriever:
         ranking = content_ranking(snap, frame, probe, cfg, yielding=yielding)
         if cfg.fusion is not None:
             ranking = self._fused(snap, frame, ranking, probe.cosines, cfg.fusion)
+        width = max(k, cfg.validity_pool)
         order, pool = policies.candidates(
-            ranking, snap, max(k, cfg.validity_pool), cfg.validity_pool, yielding=yielding
+            ranking, snap, width, cfg.validity_pool, yielding=yielding
         )
+        successor: dict[int, int] = {}
+        held: dict[int, str] = {}
+        if cfg.supersession and cfg.context_ranking:
+            # which candidates a later statement supersedes (read now, never stored)
+            candidates = [*ranking.top(cfg.state_candidates, among=~snap.derived), *order]
+            successor = supersession.successors(
+                snap, candidates, cfg.state_similarity, cfg.state_kind_similarity
+            )
+            held = supersession.held_through(snap, frame, conditions, pool, successor)
         chosen = policies.valid_first(
             ranking,
             snap,
@@ -165,17 +183,20 @@ class Retriever:
             order,
             pool,
             cfg.window_slots,
+            held,
         )
         if cfg.derived_last is not None and derived:
             chosen = policies.after_their_sources(
                 chosen, snap, cfg.derived_last, to_end=last, always=last and cfg.derived_yield_all
             )
+        if successor and frame.asks_now and not frame.asks_earlier:
+            chosen = supersession.latest_first(chosen, cfg.validity_pool, successor)
         if cfg.anchor_side_slots and cfg.context_ranking:
             # over the relevant pool whatever k is: a longer list starts as a shorter one
             chosen = policies.anchor_side_free(
                 chosen, cfg.validity_pool, cfg.anchor_side_slots, snap, frame
             )
-        return self._evidence(chosen[:k], snap, ranking, probe.cosines, conditions)
+        return self._evidence(chosen[:k], snap, ranking, probe.cosines, conditions, successor, held)
 
     def fusion_candidates(
         self, snap: Snapshot, frame: RecallFrame, fusion: Fusion
@@ -212,8 +233,11 @@ class Retriever:
         ranking: Ranking,
         cosines: Scores,
         conditions: Conditions,
+        successor: Mapping[int, int],
+        held: Mapping[int, str],
     ) -> list[Evidence]:
-        """The chosen rows as evidence: scores, the raw signals, and why each is valid."""
+        """The chosen rows as evidence: scores, the raw signals, why each is valid and,
+        for a superseded one, by what."""
         cfg = self.config
         evidence = []
         ceiling = np.inf
@@ -233,7 +257,8 @@ class Retriever:
                     ),
                     lexical_score=lexical if lexical > 0 else None,
                     contextual=contextual,
-                    satisfied=conditions.satisfied(unit),
+                    satisfied=_with_held(conditions.satisfied(unit), held.get(row)),
+                    superseded=supersession.supersession(snap, row, successor),
                 )
             )
         return evidence

@@ -65,6 +65,18 @@ class RetrievalConfig:
         ordinals: let memories that state ordinals ("my second tournament") ground a
             question about the Nth event of their kind ("his third tourney",
             :mod:`ramem_core.ordinals`); off, such a question has no time constraint.
+        supersession: states that hold until superseded
+            (:mod:`ramem_core.retrieval.supersession`): a later statement by the same person
+            about the same state supersedes an earlier one; a question about now reads the
+            latest of each chain first, one about a past time finds a lasting state valid
+            until it was superseded, and superseded memories are labelled.
+        state_similarity: the cosine two statements need to be about the same state
+            (chosen on the choose parts: ``benchmarks/bench_updates.py``,
+            ``benchmarks/results/bench_updates.json``).
+        state_kind_similarity: the cosine enough for two statements of one kind of state
+            (a residence, a job, an appointment: :func:`~ramem_core.states.state_kinds`).
+        state_candidates: how many of the content ranking's best statements supersession is
+            sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
             (:attr:`RecallFrame.asks_dialogue`), such a reply moves after every statement of
             the list instead of just after its source, and so does every question: a
@@ -93,6 +105,10 @@ class RetrievalConfig:
     exclude_anchor: bool = False
     ordinals: bool = True
     fusion: Fusion | None = LEARNED_FUSION
+    supersession: bool = True
+    state_similarity: float = 0.6
+    state_kind_similarity: float = 0.2
+    state_candidates: int = 50
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):

@@ -61,8 +61,9 @@ class SnapshotLookup:
     def locate(self, phrase: str) -> MemoryUnit | None:
         """The memory that names the event ``phrase`` ("the trip"), if it does so unambiguously.
 
-        Unambiguous means the best dense match is also among the best three lexical matches
-        and is similar enough. With a probe, the best dense match is sought among the
+        Only statements are anchors, never recorded questions or replies. Unambiguous means
+        the best dense match is also among the best three lexical matches and is similar
+        enough. With a probe, the best dense match is sought among the
         :data:`ANCHOR_CANDIDATES` memories most similar to the question and the phrase's three
         best lexical matches (the question's cosines are computed once, for this and for its
         ranking). Without it, among every memory.
@@ -72,14 +73,20 @@ class SnapshotLookup:
             return None
         texts = [phrase] if probe is None else [phrase, probe.text]
         vector = self.embedder.embed(texts)[0]  # with the question: one embedder call
-        lexical = snap.index.lexical_scores(phrase)
+        # an anchor is something said first-hand: a recorded question ("what did I do after
+        # moving to Lisbon?") or a reply names the event without placing it
+        statements = ~snap.derived
+        if not statements.any():
+            return None
+        lexical = np.where(statements, snap.index.lexical_scores(phrase), 0.0)
         if probe is None or len(snap) <= ANCHOR_CANDIDATES:
-            rows = np.arange(len(snap))
+            rows = np.flatnonzero(statements)
         else:
-            asked = probe.cosines
+            asked = np.where(statements, probe.cosines, -np.inf)
             near = np.argpartition(-asked, ANCHOR_CANDIDATES - 1)[:ANCHOR_CANDIDATES]
             named = np.argpartition(-lexical, 2)[:3]
             rows = np.union1d(near, named)
+            rows = rows[statements[rows]]
         similarity = snap.vectors[rows] @ vector
         best = int(rows[int(np.argmax(similarity))])
         if float(similarity.max()) < self.min_similarity:

@@ -9,13 +9,15 @@ In the order :meth:`~ramem_core.retrieval.Retriever.retrieve` applies them:
    from below it (``context_ranking``, ``validity_pool``, ``window_slots``).
 3. :func:`after_their_sources` — a question or reply never ahead of the statement it restates
    (``derived_last``, ``derived_yield``, ``derived_yield_all``).
-4. :func:`anchor_side_free` — the first places go to memories off a before/after anchor's
+4. :func:`~ramem_core.retrieval.supersession.latest_first` — a question about now reads the
+   latest statement of each superseded chain first (``supersession``).
+5. :func:`anchor_side_free` — the first places go to memories off a before/after anchor's
    side (``anchor_side_slots``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -51,14 +53,16 @@ def valid_first(
     order: Sequence[int],
     pool: Sequence[int],
     window_slots: int,
+    held: Collection[int] = (),
 ) -> Chosen:
-    """``order`` with the pool's frame-consistent memories first, followed by the window's
-    ``window_slots`` best from below the pool (a narrow window often holds evidence that
-    shares few words with the question); the others keep their order after them."""
+    """``order`` with the pool's frame-consistent memories first (those the frame's
+    conditions select, and the lasting states ``held`` through its window), followed by the
+    window's ``window_slots`` best from below the pool (a narrow window often holds evidence
+    that shares few words with the question); the others keep their order after them."""
     valid: list[int] = []
     if conditions:
         mask = conditions.mask(snap)
-        valid = [row for row in pool if mask[row]]
+        valid = [row for row in pool if mask[row] or row in held]
         if conditions.windows and window_slots:
             valid += beyond_pool(ranking, mask, pool, window_slots)
     first = set(valid)

@@ -27,7 +27,6 @@ from ramem_core import (
     InvalidInputError,
     MemoryUnit,
     ModelReplyError,
-    NamespaceNotFoundError,
     RaMem,
     RaMemError,
     Session,
@@ -802,22 +801,10 @@ READS = [
     Bad("at 2023 as a string", lambda c: recall(c, at="2023"), I, "at must be a datetime"),
     Bad("at datetime.max", lambda c: recall(c, at=datetime.max), I, "outside 1900-2200"),
     Bad("at a date", lambda c: recall(c, at=date(2023, 1, 1)), I, "at must be a datetime"),
-    Bad(
-        "unknown namespace",
-        lambda c: recall(c, namespace="nobody"),
-        NamespaceNotFoundError,
-        "'nobody' does not exist",
-    ),
     Bad("namespace with space", lambda c: recall(c, namespace="a b"), I, "invalid namespace"),
     Bad("namespace dict", lambda c: recall(c, namespace={"$ne": "x"}), I, "invalid namespace"),
     Bad("frame query None", lambda c: c.memory.frame(None), I, "the query must be a string"),  # type: ignore[arg-type]
     Bad("frame at int", lambda c: c.memory.frame("when?", at=2023), I, "at must be a datetime"),  # type: ignore[arg-type]
-    Bad(
-        "frame unknown namespace",
-        lambda c: c.memory.frame("when?", namespace="nobody"),
-        NamespaceNotFoundError,
-        "does not exist",
-    ),
     Bad(
         "situate k zero",
         lambda c: c.memory.situate("sardines", k=0),

@@ -208,3 +208,21 @@ def test_a_refused_eval_writes_nothing(
         assert main(["eval", benchmark, "nope.json"]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]  # no results/eval
     capsys.readouterr()
+
+
+def test_ask_on_a_namespace_without_memories_says_so_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API reads a namespace without memories as empty; the command says why nothing
+    comes back and exits non-zero (never named another tenant)."""
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json"), "--namespace", "other"]) == 0
+    capsys.readouterr()
+    assert main([*db, "ask", "When did Caroline go?"]) == 1
+    out = capsys.readouterr().out
+    assert "'default' does not exist: it holds no memories" in out
+    assert "other" not in out.replace("`ramem namespaces`", "")
+    assert main([*db, "--namespace", "other", "delete", "--conversation", "conv-mini"]) == 0
+    capsys.readouterr()
+    assert main([*db, "--namespace", "other", "ask", "When did Caroline go?"]) == 1
+    assert "'other' is empty: it holds no memories" in capsys.readouterr().out

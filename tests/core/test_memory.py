@@ -17,7 +17,6 @@ from ramem_core import (
     InvalidInputError,
     Kind,
     MemoryUnit,
-    NamespaceNotFoundError,
     RaMem,
     RetrievalConfig,
     Session,
@@ -370,12 +369,13 @@ def test_own_writes_update_the_snapshot_without_reloading(
     assert first_turn.context.session_span.end == t0 + timedelta(minutes=3)  # grown in place
 
 
-def test_reads_of_an_unknown_namespace_never_create_it(memory: RaMem) -> None:
+def test_reads_of_an_unknown_namespace_are_empty_and_never_create_it(memory: RaMem) -> None:
+    """A new user's reads are empty, not errors (issue 30)."""
     memory.add_conversation(two_trips())
-    with pytest.raises(NamespaceNotFoundError, match="'nobody' does not exist"):
-        memory.recall("sardines", k=3, namespace="nobody")
-    with pytest.raises(NamespaceNotFoundError):
-        memory.frame("sardines", namespace="nobody")
+    found = memory.recall("sardines last August", k=3, namespace="nobody")
+    assert list(found) == []
+    assert not found.frame.is_grounded
+    assert not memory.frame("sardines", namespace="nobody").is_grounded
     assert memory.count(namespace="nobody") == 0
     assert memory.delete(conversation_id="friends", namespace="nobody") == 0
     assert memory.store.get("nobody") == []

@@ -39,7 +39,7 @@ def test_chain_memory_loads_situated_evidence_and_saves_turns(memory: RaMem) -> 
     assert memory.count() == 8
     latest = chain_memory.load_memory_variables({"input": "What did I sell?"})["history"]
     assert "Human: I sold my bike today (= 1 September 2023)." in latest
-    assert 'said="1 September 2023, 10:00"' in latest
+    assert 'said="1 September 2023, 10:01"' in latest
 
 
 def test_chain_memory_needs_to_know_its_keys(memory: RaMem) -> None:
@@ -277,3 +277,127 @@ def test_an_unknown_recording_policy_is_refused(memory: RaMem) -> None:
 
     with pytest.raises(InvalidInputError, match="record must be"):
         RaMemMiddleware(memory, record="everything")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- valid now (issue 30)
+
+
+class _Clock:
+    """A clock the test moves: the moment of asking."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _weekends(memory: RaMem) -> None:
+    memory.add_turn("user", "This weekend I went hiking in the Alps.", at=datetime(2024, 3, 3, 18))
+    memory.add_turn(
+        "user", "This weekend I painted the kitchen blue.", at=datetime(2024, 3, 10, 18)
+    )
+
+
+def test_the_middleware_grounds_each_question_at_the_moment_of_asking(memory: RaMem) -> None:
+    """The same "last weekend" asked a week apart is two weekends; what the model receives
+    says when it was asked and why each memory applies."""
+    _weekends(memory)
+    clock = _Clock(datetime(2024, 3, 4, 9))
+    model = ScriptedChatModel(replies=["Hiking.", "Painting."])
+    agent = create_agent(  # type: ignore[misc]  # ContextT not inferred
+        model,
+        middleware=[RaMemMiddleware(memory, k=1, clock=clock, record="none")],
+    )
+    question = {"messages": [("user", "What did I do last weekend?")]}
+    config = {"configurable": {"user_id": "default"}}
+    agent.invoke(question, config=config)  # type: ignore[call-overload]
+    clock.now = datetime(2024, 3, 11, 9)
+    agent.invoke(question, config=config)  # type: ignore[call-overload]
+    first, second = (calls[0].text for calls in model.calls)
+    assert "Asked on: Monday 4 March 2024, 09:00" in first
+    assert "hiking" in first
+    assert "painted" not in first
+    assert "Asked on: Monday 11 March 2024, 09:00" in second
+    assert "painted" in second
+    assert "valid: event 9 March 2024 - 10 March 2024 within 'last weekend'" in second
+    # what the model saw is what recall at that moment returns
+    [seen] = memory.recall("What did I do last weekend?", k=1, at=clock.now)
+    assert seen.unit.content.endswith("I painted the kitchen blue.")
+
+
+def test_the_recall_tool_and_the_chain_memory_ground_at_their_clock(memory: RaMem) -> None:
+    _weekends(memory)
+    call = AIMessage(
+        content="",
+        tool_calls=[
+            {
+                "name": "recall_memory",
+                "args": {"query": "What did I do last weekend?"},
+                "id": "call-1",
+                "type": "tool_call",
+            }
+        ],
+    )
+    model = ScriptedChatModel(replies=[call, "Hiking."])
+    middleware = RaMemMiddleware(
+        memory, k=1, record=False, with_tool=True, clock=lambda: datetime(2024, 3, 4, 9)
+    )
+    agent = create_agent(model, middleware=[middleware], context_schema=MemoryContext)  # type: ignore[misc]
+    result = agent.invoke(
+        {"messages": [("user", "Anything from my weekend?")]}, context=MemoryContext("default")
+    )
+    [tool_message] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert "Asked on: Monday 4 March 2024" in tool_message.text
+    assert "hiking" in tool_message.text
+    chain = RaMemMemory(memory=memory, k=1, clock=lambda: datetime(2024, 3, 11, 8))
+    loaded = chain.load_memory_variables({"input": "What did I do last weekend?"})["history"]
+    assert "Asked on: Monday 11 March 2024" in loaded
+    assert "painted" in loaded
+
+
+def test_documents_say_what_a_memory_is_and_what_superseded_it(memory: RaMem) -> None:
+    memory.add_turn("user", "I live in Lisbon.", at=datetime(2024, 1, 10))
+    memory.add_turn("user", "I moved to Porto.", at=datetime(2024, 6, 2))
+    memory.add_exchange("Where do I live?", "In Porto.", at=datetime(2024, 7, 1))
+    retriever = RaMemRetriever(memory=memory, k=4, at=datetime(2024, 7, 2))
+    docs = retriever.invoke("Where do I live now?")
+    kinds = {d.metadata["content"].split(": ", 1)[1]: d.metadata["kind"] for d in docs}
+    assert kinds["I moved to Porto."] == "statement"
+    assert kinds["Where do I live?"] == "question"
+    assert kinds["In Porto."] == "reply"
+    lisbon = next(d for d in docs if "Lisbon" in d.metadata["content"])
+    assert lisbon.metadata["superseded_on"] == "2024-06-02T00:00:00"
+    assert "superseded: on 2 June 2024" in lisbon.page_content
+
+
+def test_a_new_users_reads_are_empty(memory: RaMem) -> None:
+    retriever = RaMemRetriever(memory=memory, namespace="new-user")
+    assert retriever.invoke("What did I do last weekend?") == []
+    chain = RaMemMemory(memory=memory, namespace="new-user")
+    assert chain.load_memory_variables({"input": "hello"}) == {"history": ""}
+    assert not memory.has_namespace("new-user")  # reads never create one
+
+
+def test_the_readme_two_month_conversation_answers_now_and_then_truly(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The README's "Valid now" snippet, run as written with LangChain's own fake model:
+    "now" and "then" questions get different, true first memories."""
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("### Valid now: grounded at the moment of asking")[1]
+    exec(block.split("```python")[1].split("```")[0], {})
+    printed = capsys.readouterr().out
+    now, rest = printed.split("Where did I live in mid-May?")
+    then, appointment = rest.split("When is my dentist appointment?")
+
+    def first(block: str) -> str:
+        return block.split('<memory n="1"')[1].split("</memory>")[0]
+
+    assert "Porto" in first(now)
+    assert "superseded: on 28 May 2024" in now  # Lisbon, still there, after Porto
+    assert "Lisbon" in first(then)
+    assert "held through 'mid-May'" in first(then)
+    assert "June 4" in first(appointment)

@@ -152,7 +152,8 @@ def test_the_readme_llamaindex_snippet_works_as_written(memory: RaMem) -> None:
     from pathlib import Path
 
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("## LangChain and LlamaIndex")[1].split("```python")[2].split("```")[0]
+    blocks = readme.split("## LangChain and LlamaIndex")[1].split("```python")[1:]
+    block = next(b.split("```")[0] for b in blocks if "llamaindex_ramem" in b)
     memory.add_conversation(two_trips(), namespace="alice")
     scope: dict[str, Any] = {"memory": memory, "llm": MockLLM()}
     exec(block, scope)

@@ -1,0 +1,188 @@
+"""Knowledge updates: does the latest statement of a changed state come first?
+
+    python benchmarks/bench_updates.py
+
+The questions: every LongMemEval_S dev knowledge-update question whose evidence turns lie in
+sessions of two or more dates, except those that ask for the earlier value
+(:data:`EARLIER`, a list fixed before any run: "What was my previous ...?"). Parts as in
+``bench_splits.py``: dev30 and the even positions of dev120 (per question type) to choose,
+dev60 and the odd positions to report.
+
+Measures, over the top 10 of each run, at the question's own date:
+
+- ``latest_first@10``: the first evidence turn in the top 10 comes from the latest evidence
+  session (by date);
+- ``latest_in@10``: some evidence turn of the latest evidence session is in the top 10.
+
+Runs: RaMem, content-only and RaMem without supersession (``no-supersession``), with paired
+bootstrap 95% intervals. The two supersession thresholds (``state_similarity``,
+``state_kind_similarity``) are chosen on the choose part from a small grid; the report part
+is measured once with the chosen pair. Writes ``benchmarks/results/bench_updates.json``;
+embeddings are cached under ``results/updates``. Skips cleanly without the dev data.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_splits import _embedder, _interval, lme_split  # noqa: E402
+
+from ramem_core import RaMem, RetrievalConfig  # noqa: E402
+from ramem_core.evaluation import harness  # noqa: E402
+from ramem_core.loaders import (  # noqa: E402
+    _longmemeval_sessions,
+    longmemeval_conversation,
+    longmemeval_evidence,
+)
+from ramem_core.temporal import parse_timestamp  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+OUT = ROOT / "results" / "updates"
+RESULT = ROOT / "benchmarks" / "results" / "bench_updates.json"
+FILES = ("dev30", "dev60", "dev120")
+EARLIER = ("50635ada", "e66b632c", "dfde3500", "f685340e")
+"""Knowledge-update questions that ask for the earlier value (or for both), fixed by reading
+the questions before any run: the previous frequent flyer status, the previous personal
+best, the previous tutor, how often "previously" and now."""
+GRID = [(s, k) for s in (0.5, 0.6, 0.7) for k in (0.1, 0.2, 0.3)]
+
+
+def questions() -> list[dict[str, Any]]:
+    """The knowledge-update questions measured, with their part and evidence sessions."""
+    out = []
+    for name in FILES:
+        path = DATA / f"longmemeval_s_{name}.json"
+        items = json.loads(path.read_text(encoding="utf-8"))
+        counts: dict[str, int] = defaultdict(int)
+        for item in items:
+            kind = str(item.get("question_type"))
+            part = lme_split(name, counts[kind])
+            counts[kind] += 1
+            qid = str(item["question_id"])
+            if kind != "knowledge-update" or qid.endswith("_abs") or qid in EARLIER:
+                continue
+            gold = longmemeval_evidence(item, qid)
+            dates = {sid: parse_timestamp(str(d)) for sid, d, _ in _longmemeval_sessions(item, qid)}
+            sessions = {g.rsplit(":", 1)[0] for g in gold}
+            when = {s: dates[s] for s in sessions}
+            if len({d.date() for d in when.values() if d is not None}) < 2:
+                continue
+            latest = max(d for d in when.values() if d is not None)
+            out.append(
+                {
+                    "id": qid,
+                    "file": name,
+                    "part": part,
+                    "item": item,
+                    "gold": set(gold),
+                    "latest": {s for s, d in when.items() if d == latest},
+                }
+            )
+    return out
+
+
+def measure(memory: RaMem, q: dict[str, Any], namespace: str) -> dict[str, float]:
+    at = parse_timestamp(str(q["item"].get("question_date", "")))
+    found = memory.recall(q["item"]["question"], 10, at=at, namespace=namespace)
+    first: str | None = None
+    latest_in = False
+    for e in found:
+        hits = [s for s in e.unit.source_ids if s in q["gold"]]
+        for source in hits:
+            session = source.rsplit(":", 1)[0]
+            first = session if first is None else first
+            latest_in = latest_in or session in q["latest"]
+    return {
+        "latest_first@10": float(first is not None and first in q["latest"]),
+        "latest_in@10": float(latest_in),
+    }
+
+
+def main() -> None:
+    if not (DATA / "longmemeval_s_dev30.json").exists():
+        print(f"skipped: {DATA} has no LongMemEval dev data")
+        return
+    options = harness.EvalOptions(systems=("ramem", "content"), ks=(10,))
+    bench = harness._open_bench(OUT, options, _embedder(), None)
+    asked = questions()
+    print(
+        f"{len(asked)} questions: {sum(q['part'] == 'choose' for q in asked)} choose,"
+        f" {sum(q['part'] == 'report' for q in asked)} report",
+        flush=True,
+    )
+    for n, q in enumerate(asked, start=1):
+        namespace = harness._namespace(q["id"])
+        conversation = harness._user_side(longmemeval_conversation(q["item"], q["id"]))
+        bench.ingest(namespace, conversation)
+        q["namespace"] = namespace
+        print(f"  ingested {n}/{len(asked)}", end="\r", flush=True)
+    print()
+
+    def run(config: RetrievalConfig, part: str) -> list[dict[str, float]]:
+        memory = RaMem(bench.store, config=config, counter=bench.counter)
+        return [measure(memory, q, q["namespace"]) for q in asked if q["part"] == part]
+
+    def mean(rows: list[dict[str, float]], key: str) -> float:
+        return round(sum(r[key] for r in rows) / len(rows), 3)
+
+    base = RetrievalConfig()
+    grid = {}
+    for similarity, kind in GRID:
+        config = replace(base, state_similarity=similarity, state_kind_similarity=kind)
+        rows = run(config, "choose")
+        grid[f"{similarity}/{kind}"] = {
+            m: mean(rows, m) for m in ("latest_first@10", "latest_in@10")
+        }
+    default = f"{base.state_similarity}/{base.state_kind_similarity}"
+    best = max(
+        grid, key=lambda g: (grid[g]["latest_first@10"], grid[g]["latest_in@10"], g == default)
+    )
+    print("choose grid (state_similarity/state_kind_similarity):", json.dumps(grid))
+    print(f"chosen: {best} (default {default})")
+    similarity, kind = (float(x) for x in best.split("/"))
+    chosen = replace(base, state_similarity=similarity, state_kind_similarity=kind)
+    runs = {
+        "ramem": chosen,
+        "content": harness.SYSTEMS["content"],
+        "no-supersession": replace(chosen, supersession=False),
+    }
+    result: dict[str, Any] = {
+        "command": "python benchmarks/bench_updates.py",
+        "excluded_earlier_value": list(EARLIER),
+        "choose_grid": grid,
+        "chosen": {"state_similarity": similarity, "state_kind_similarity": kind},
+        "parts": {},
+    }
+    for part in ("choose", "report"):
+        ids = [q["id"] for q in asked if q["part"] == part]
+        rows = {name: run(config, part) for name, config in runs.items()}
+        cell: dict[str, Any] = {"n": len(ids), "questions": ids}
+        for m in ("latest_first@10", "latest_in@10"):
+            cell[m] = {name: mean(r, m) for name, r in rows.items()}
+            for other in ("content", "no-supersession"):
+                pairs = [(a[m], b[m]) for a, b in zip(rows["ramem"], rows[other], strict=True)]
+                cell[m][f"ramem - {other}"] = _interval(pairs)
+        result["parts"][part] = cell
+        print(f"\n{part} part ({len(ids)} questions)")
+        for m in ("latest_first@10", "latest_in@10"):
+            line = "  ".join(f"{name} {cell[m][name]:.3f}" for name in runs)
+            print(f"  {m}: {line}")
+            for other in ("content", "no-supersession"):
+                d, lo, hi = cell[m][f"ramem - {other}"]
+                print(f"    ramem - {other}: {d:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+    RESULT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {RESULT} ({datetime.now():%H:%M})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""States over time in stage 3: which candidate statements supersede which, a question about
+now that takes the latest of each chain first, and a question about a past time that finds a
+lasting state valid until it was superseded.
+
+Supersession is derived here, when a question is read, from the candidates' own words,
+speakers, times and vectors (:mod:`ramem_core.states`); nothing is stored, so deleting the
+later statement restores the earlier one. It only adds: a superseded memory stays in the
+list, right after its successor, labelled (:class:`~ramem_core.types.Supersession`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from ramem_core.index.snapshot import Snapshot
+from ramem_core.retrieval.conditions import Conditions
+from ramem_core.states import asks_about_state, state_kinds, states_something, states_strictly
+from ramem_core.temporal import describe
+from ramem_core.types import Kind, MemoryUnit, RecallFrame, Supersession, TimeSpan
+
+Chosen = list[tuple[int, bool]]
+
+
+def _said(unit: MemoryUnit) -> tuple[datetime, int]:
+    """When ``unit`` was said, as an order: its own stored span's end, then its turn."""
+    span = unit.context.session_span
+    return (span.end if span is not None else datetime.min, unit.context.turn_index)
+
+
+def successors(
+    snap: Snapshot, rows: Iterable[int], threshold: float, kind_threshold: float | None = None
+) -> dict[int, int]:
+    """For each statement among ``rows`` that a later one supersedes, the row of the latest
+    that does: said later by the same person, both stating something that can change, and
+    about the same subject: the cosine of their vectors at least ``threshold``, or at least
+    ``kind_threshold`` when both speak of one kind of state ("I live in Lisbon", "I moved
+    to Porto": :func:`~ramem_core.states.state_kinds`)."""
+    if snap.vectors is None:
+        return {}
+    units = {row: snap.units[row] for row in dict.fromkeys(rows)}
+    states = [
+        row
+        for row, unit in units.items()
+        if unit.context.kind is Kind.STATEMENT and states_something(unit.content)
+    ]
+    if len(states) < 2:
+        return {}
+    at = np.asarray(states, dtype=np.int64)
+    cosine = snap.vectors[at] @ snap.vectors[at].T
+    similar = cosine >= threshold
+    if kind_threshold is not None:
+        kinds = [state_kinds(units[row].content) for row in states]
+        shared = np.array([[bool(a & b) for b in kinds] for a in kinds], dtype=bool)
+        similar |= shared & (cosine >= kind_threshold)
+    said = [_said(units[row]) for row in states]
+    speaker = [units[row].context.speaker.lower() for row in states]
+    out: dict[int, int] = {}
+    for i, row in enumerate(states):
+        later = [
+            j
+            for j in np.flatnonzero(similar[i]).tolist()
+            if j != i and speaker[j] == speaker[i] and said[j] > said[i]
+        ]
+        if later:
+            out[row] = states[max(later, key=lambda j: said[j])]
+    return out
+
+
+def latest_first(chosen: Chosen, pool: int, successor: Mapping[int, int]) -> Chosen:
+    """``chosen`` with the successor of each superseded memory of its first ``pool`` places
+    put right before it (moved up, or brought in from the candidates): a question about now
+    reads the latest statement of each chain first, the earlier ones after it."""
+    if not successor:
+        return chosen
+    flags = dict(chosen)
+    out: Chosen = []
+    placed: set[int] = set()
+    for place, (row, contextual) in enumerate(chosen):
+        if row in placed:
+            continue
+        later = successor.get(row)
+        if place < pool and later is not None and later not in placed:
+            out.append((later, flags.get(later, contextual)))
+            placed.add(later)
+        out.append((row, contextual))
+        placed.add(row)
+    return out
+
+
+def held_through(
+    snap: Snapshot,
+    frame: RecallFrame,
+    conditions: Conditions,
+    rows: Sequence[int],
+    successor: Mapping[int, int],
+) -> dict[int, str]:
+    """The rows among ``rows`` that state a lasting state ("I live in Lisbon") of the kind
+    the question asks about ("Where did I live in April?") held during one of the frame's
+    windows though said before it: from when it was said until it was superseded (or until
+    the question's now), with the reason in words."""
+    asked = asks_about_state(frame.query)
+    if not conditions.windows or conditions.exact is None or not asked:
+        return {}  # only a question about a lasting state reads one over its interval
+    now = frame.now or datetime.max
+    out: dict[int, str] = {}
+    for row in rows:
+        unit = snap.unit(row)
+        ctx = unit.context
+        if ctx.kind is not Kind.STATEMENT or ctx.event_time is not None:
+            continue
+        if ctx.session_span is None or not states_strictly(unit.content):
+            continue
+        if not asked & state_kinds(unit.content):
+            continue  # a lasting state of another kind than the question asks about
+        later = successor.get(row)
+        end = _said(snap.units[later])[0] if later is not None else now
+        if end < ctx.session_span.start:
+            continue
+        held = TimeSpan(ctx.session_span.start, end, ctx.session_span.granularity)
+        for text, window in conditions.exact:
+            if held.overlaps(window):
+                out[row] = f"stated {describe(ctx.session_span)}, held through {text!r}"
+                break
+    return out
+
+
+def supersession(snap: Snapshot, row: int, successor: Mapping[int, int]) -> Supersession | None:
+    """The label of a superseded memory: by which later statement, said when."""
+    later = successor.get(row)
+    if later is None:
+        return None
+    unit = snap.units[later]
+    return Supersession(unit.id, _said(unit)[0], unit.content)

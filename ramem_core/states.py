@@ -1,0 +1,143 @@
+"""States that hold until superseded: what a statement says that may change, and what a
+question asks of it (now, or before).
+
+A *state* is what a person says that stays true until they say otherwise: where they live,
+their job, an appointment's date, a preference, a count they keep ("I have 25 titles on my
+to-watch list"). A later statement by the same person about the same state supersedes it:
+the earlier one was valid from when it was said until then. Nothing here is stored: the
+retrieval stage derives supersession when it reads (:mod:`ramem_core.retrieval.policies`),
+so deleting the later statement restores the earlier one.
+"""
+
+from __future__ import annotations
+
+import re
+
+_STATE_WORDS = (
+    r"liv(?:e|es|ed|ing)|mov(?:e|ed|es|ing)|relocat\w*|address|based\s+in|home\s+is"
+    r"|job|work(?:s|ed|ing)?\s+(?:at|for|as)|employ\w*|position|role|promot\w*|hired|salary"
+    r"|appointment|schedul\w*|reschedul\w*|booked|reservation|deadline"
+    r"|favou?rite|prefer\w*|vegetarian|vegan|diet|allergic"
+    r"|married|engaged|divorced|boyfriend|girlfriend|partner|dating"
+    r"|current(?:ly)?|now|anymore|no\s+longer|switched|changed|updated?|upgraded|new\s+\w+"
+    r"|usually|status|record|personal\s+best|so\s+far|in\s+total|total\s+of"
+)
+_STATE = re.compile(rf"\b(?:{_STATE_WORDS})\b", re.IGNORECASE)
+_STRICT = re.compile(
+    r"\b(?:liv(?:e|es|ing)\s+in|moved\s+(?:to|into)|relocated|job|work(?:s|ing)?\s+(?:at|for|as)"
+    r"|favou?rite|vegetarian|vegan|married|engaged|dating)\b",
+    re.IGNORECASE,
+)
+_COUNT = re.compile(
+    r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty"
+    r"|thirty|forty|fifty|hundred|thousand|dozen)\b",
+    re.IGNORECASE,
+)
+
+_NOW = re.compile(
+    r"\b(?:now|currently|current|these\s+days|at\s+the\s+moment|at\s+present|still|anymore"
+    r"|any\s+more|so\s+far|to\s+date|latest|most\s+recent(?:ly)?|recent|these\s+days"
+    r"|nowadays|presently|yet)\b",
+    re.IGNORECASE,
+)
+_PRESENT = re.compile(
+    r"^\s*(?:where|what|which|who|how(?:\s+\w+)?)\s+(?:do|does|is|are|am|'s)\s+(?:I|my|we|our)\b"
+    r"|\b(?:do|does)\s+I\s+(?:usually|have|own|live|work|keep|prefer|like)\b"
+    r"|\bhow\s+many\b[^?]*\b(?:do|does|have|has)\s+I\b"
+    r"|\bis\s+my\b|\bare\s+my\b",
+    re.IGNORECASE,
+)
+_EARLIER = re.compile(
+    r"\b(?:previous(?:ly)?|before\s+(?:I|the|my|it|we|that|moving|switching|changing)"
+    r"|used\s+to|originally|at\s+first|first\s+(?:time|one)|former(?:ly)?|old\s+(?:job|address"
+    r"|place|apartment|status|record)|earlier|initially|prior)\b",
+    re.IGNORECASE,
+)
+_PAST_ONLY = re.compile(r"\b(?:did|was|were|had)\b", re.IGNORECASE)
+
+
+_KINDS = {
+    "residence": re.compile(
+        r"\b(?:liv(?:e|es|ed|ing)\s+(?:in|at|with)|mov(?:e|ed|ing)\s+(?:to|into|out)|relocat\w*"
+        r"|address|apartment|flat|neighbou?rhood|home\s+is)\b",
+        re.IGNORECASE,
+    ),
+    "work": re.compile(
+        r"\b(?:job|work(?:s|ed|ing)?\s+(?:at|for|as)|employ\w*|hired|promot\w*|position|role"
+        r"|salary|boss|company|career)\b",
+        re.IGNORECASE,
+    ),
+    "appointment": re.compile(
+        r"\b(?:appointment|reservation|booking|booked|schedul\w*|reschedul\w*|meeting"
+        r"|deadline)\b",
+        re.IGNORECASE,
+    ),
+    "preference": re.compile(
+        r"\b(?:favou?rite|prefer\w*|vegetarian|vegan|diet|allergic|go-to)\b", re.IGNORECASE
+    ),
+    "relationship": re.compile(
+        r"\b(?:married|engaged|divorced|boyfriend|girlfriend|partner|husband|wife|dating"
+        r"|single)\b",
+        re.IGNORECASE,
+    ),
+}
+"""Kinds of state: two statements of one kind by one person are about the same state when
+they are similar at all (``RetrievalConfig.state_kind_similarity``); other states need a
+higher similarity (``state_similarity``)."""
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|me|we|we're|our)\b", re.IGNORECASE)
+
+
+def state_kinds(text: str) -> frozenset[str]:
+    """The kinds of state ``text`` says of its speaker (:data:`_KINDS`): "I moved to Porto"
+    is about a residence, "my dentist appointment" about an appointment; a statement in
+    which the speaker does not speak of themselves ("Ana moved to Porto") has none."""
+    if _FIRST_PERSON.search(text) is None:
+        return frozenset()
+    return frozenset(kind for kind, pattern in _KINDS.items() if pattern.search(text))
+
+
+def states_something(text: str) -> bool:
+    """True when ``text`` may state a state that a later statement can supersede: a state
+    word ("live", "job", "currently", "switched") or a count."""
+    return _STATE.search(text) is not None or _COUNT.search(text) is not None
+
+
+def states_strictly(text: str) -> bool:
+    """True when ``text`` states a lasting state in so many words ("I live in", "my job",
+    "I'm vegetarian"): such a statement holds over time, not on its day only, so a question
+    about a later time finds it valid until it is superseded. (An appointment is not lasting:
+    it holds on its date.)"""
+    return _STRICT.search(text) is not None
+
+
+_ASKED_KINDS = {
+    "residence": re.compile(r"\b(?:liv(?:e|ed|ing)|home|mov(?:e|ed)|address)\b", re.I),
+    "work": re.compile(r"\b(?:work(?:ed|ing)?|job|employ\w*|company|position)\b", re.I),
+    "preference": re.compile(r"\b(?:favou?rite|prefer\w*|diet|vegetarian|vegan)\b", re.I),
+    "relationship": re.compile(r"\b(?:married|dating|boyfriend|girlfriend|partner)\b", re.I),
+}
+
+
+def asks_about_state(query: str) -> frozenset[str]:
+    """The kinds of lasting state ``query`` asks about ("Where did I live in April?": a
+    residence): a past-time question finds such a state valid over its interval."""
+    return frozenset(kind for kind, pattern in _ASKED_KINDS.items() if pattern.search(query))
+
+
+def asks_now(query: str) -> bool:
+    """True when ``query`` asks about a state as it is now: "now", "currently", "so far",
+    "still", or a present-tense question about the asker ("Where do I live?", "How many
+    followers do I have?"), and not for an earlier value."""
+    if asks_earlier(query):
+        return False
+    if _NOW.search(query):
+        return True
+    return _PRESENT.search(query) is not None and _PAST_ONLY.search(query) is None
+
+
+def asks_earlier(query: str) -> bool:
+    """True when ``query`` asks for an earlier value ("previous", "before I moved", "used
+    to", "originally"): superseded statements are its evidence and keep their place."""
+    return _EARLIER.search(query) is not None

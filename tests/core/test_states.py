@@ -1,0 +1,139 @@
+"""States that hold until superseded (issue 30): "now" reads the latest statement of a chain
+first, a past time finds a lasting state valid over its interval, an earlier value keeps its
+place, and supersession is derived when read."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from ramem_core import RaMem, RetrievalConfig
+from ramem_core.states import asks_earlier, asks_now, state_kinds
+
+JAN = datetime(2024, 1, 10, 9)
+JUNE = datetime(2024, 6, 2, 9)
+
+
+def _moved(memory: RaMem) -> tuple[str, str]:
+    lisbon = memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+    memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 3, 1, 9))
+    porto = memory.add_turn("user", "I moved to Porto last week.", at=JUNE)
+    return lisbon.id, porto.id
+
+
+def _first(memory: RaMem, query: str, k: int = 3) -> list[str]:
+    return [e.unit.id for e in memory.recall(query, k=k, at=datetime(2024, 7, 1))]
+
+
+def test_a_question_about_now_reads_the_latest_statement_first(memory: RaMem) -> None:
+    lisbon, porto = _moved(memory)
+    found = memory.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1))
+    ids = [e.unit.id for e in found]
+    assert ids.index(porto) < ids.index(lisbon)  # Porto first, Lisbon after it, still there
+    [old] = [e for e in found if e.unit.id == lisbon]
+    assert old.superseded is not None
+    assert old.superseded.by == porto
+    assert old.superseded.on == JUNE
+    assert next(e for e in found if e.unit.id == porto).superseded is None
+
+
+def test_without_supersession_the_older_statement_ranks_first(memory: RaMem) -> None:
+    lisbon, porto = _moved(memory)
+    plain = RaMem(memory.store, config=RetrievalConfig(supersession=False))
+    ids = [e.unit.id for e in plain.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1))]
+    assert ids.index(lisbon) < ids.index(porto)  # what the chain fixes
+
+
+def test_supersession_is_derived_when_read(memory: RaMem) -> None:
+    lisbon, porto = _moved(memory)
+    memory.delete(unit_ids=[porto])
+    [first, *_] = memory.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1))
+    assert first.unit.id == lisbon
+    assert first.superseded is None  # the predecessor is current again
+
+
+def test_an_earlier_value_question_keeps_the_earlier_statement_first(memory: RaMem) -> None:
+    lisbon, _ = _moved(memory)
+    [first, *_] = memory.recall("Where did I live before I moved?", k=3, at=datetime(2024, 7, 1))
+    assert first.unit.id == lisbon
+    assert first.superseded is not None  # labelled: the generator can say "before"
+
+
+def test_a_past_time_finds_a_lasting_state_valid_over_its_interval(memory: RaMem) -> None:
+    lisbon, porto = _moved(memory)
+    found = memory.recall("Where did I live in April 2024?", k=3, at=datetime(2024, 7, 1))
+    first = found[0]
+    assert first.unit.id == lisbon  # said in January, held until June
+    assert first.contextual
+    assert any("held through" in s for s in first.satisfied)
+    later = next(e for e in found if e.unit.id == porto)
+    assert not later.contextual  # said in June: not yet the case in April
+
+
+def test_an_appointment_moved_reads_as_the_new_date(memory: RaMem) -> None:
+    memory.add_turn("user", "My dentist appointment is on March 14.", at=datetime(2024, 2, 1))
+    moved = memory.add_turn(
+        "user", "I moved my dentist appointment to March 21.", at=datetime(2024, 2, 20)
+    )
+    [first, *_] = memory.recall("When is my dentist appointment?", k=2, at=datetime(2024, 3, 1))
+    assert first.unit.id == moved.id
+
+
+def test_another_persons_statement_supersedes_nothing(memory: RaMem) -> None:
+    mine = memory.add_turn("user", "I live in Lisbon.", at=JAN)
+    memory.add_turn("Ana", "I moved to Porto.", at=JUNE, conversation_id="ana")
+    found = memory.recall("Where do I live now?", k=2, at=datetime(2024, 7, 1))
+    assert next(e for e in found if e.unit.id == mine.id).superseded is None
+
+
+@pytest.mark.parametrize(
+    ("query", "now", "earlier"),
+    [
+        ("Where do I live now?", True, False),
+        ("How many followers do I have on Instagram?", True, False),
+        ("What is my current job?", True, False),
+        ("When is my dentist appointment?", True, False),
+        ("Where did I live before I moved to Porto?", False, True),
+        ("What was my previous frequent flyer status?", False, True),
+        ("Where did I live in April?", False, False),
+        ("What did Caroline paint last summer?", False, False),
+    ],
+)
+def test_questions_say_whether_they_ask_now_or_before(query: str, now: bool, earlier: bool) -> None:
+    assert asks_now(query) is now
+    assert asks_earlier(query) is earlier
+
+
+def test_state_kinds_tell_a_residence_from_an_appointment() -> None:
+    assert state_kinds("I moved to Porto last week.") == {"residence"}
+    assert state_kinds("I live in Lisbon.") == {"residence"}
+    assert state_kinds("My dentist appointment is on March 14.") == {"appointment"}
+    assert state_kinds("I baked bread.") == frozenset()
+
+
+def test_a_recorded_question_is_never_an_anchor(memory: RaMem) -> None:
+    """Once the agent recorded "What did I do after moving to Lisbon?", "after moving to
+    Lisbon" still anchors on the statement that says so, not on the question."""
+    moved = memory.add_turn("user", "I moved to Lisbon with my partner.", at=datetime(2023, 5, 1))
+    memory.add_turn("user", "I started a pottery class downtown.", at=datetime(2023, 6, 10))
+    memory.add_exchange(
+        "What did I do after moving to Lisbon?",
+        "You started a pottery class.",
+        at=datetime(2023, 11, 1),
+    )
+    frame = memory.frame("What did I do after moving to Lisbon?", at=datetime(2023, 11, 20))
+    [after] = frame.grounded_times
+    assert after.anchor_id == moved.id
+    assert after.window is not None
+    assert after.window.end <= datetime(2023, 11, 20)  # an "after" window ends at now
+
+
+def test_a_new_users_reads_are_empty_everywhere(memory: RaMem) -> None:
+    from ramem_core import RaMem as _RaMem
+
+    assert isinstance(memory, _RaMem)
+    assert list(memory.recall("What did I do last week?", namespace="new")) == []
+    assert memory.situate("What did I do last week?", namespace="new").text == ""
+    assert not memory.frame("last week", namespace="new").is_grounded
+    assert not memory.has_namespace("new")
