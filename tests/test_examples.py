@@ -19,7 +19,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
         (
             "langchain_agent.py",
             [
-                "situated evidence",
+                "what the model receives:",
+                "Asked on: Tuesday 21 November 2023, 09:00.",
                 "A: From what you told me on 28 August 2023",
                 "memories in 'alice'",
             ],

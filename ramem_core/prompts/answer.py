@@ -32,7 +32,8 @@ CONTEXT_PROMPT_VERSION = "context-v2"
 
 CONTEXT_PROMPT = """\
 Long-term memory of earlier conversations with this user, retrieved for the latest message.
-Asked on: {now}. Relative times in the message ("last week", "now") are relative to this date.
+Asked on: {now}.
+Relative times in the message ("last week", "now") are relative to this date.
 Each memory sits between <memory> and </memory> tags with its coordinates: when it was said
 (said), when the event happened (event), who is involved (who) and where (where), then why it
 applies (valid) and, for a state the user later changed, when and by what it was superseded

@@ -117,6 +117,9 @@ def test_a_recorded_question_is_never_an_anchor(memory: RaMem) -> None:
     Lisbon" still anchors on the statement that says so, not on the question."""
     moved = memory.add_turn("user", "I moved to Lisbon with my partner.", at=datetime(2023, 5, 1))
     memory.add_turn("user", "I started a pottery class downtown.", at=datetime(2023, 6, 10))
+    memory.add_turn(  # a planned event: the memory's range reaches past the moment of asking
+        "user", "My conference in Berlin is on 15 December 2023.", at=datetime(2023, 10, 2)
+    )
     memory.add_exchange(
         "What did I do after moving to Lisbon?",
         "You started a pottery class.",

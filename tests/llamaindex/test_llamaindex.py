@@ -159,3 +159,23 @@ def test_the_readme_llamaindex_snippet_works_as_written(memory: RaMem) -> None:
     exec(block, scope)
     assert scope["engine"].query("What did the doctor say?").source_nodes
     assert scope["agent_memory"].memory_blocks[0].namespace == "alice"
+
+
+async def test_the_memory_block_grounds_at_its_clock_and_nodes_say_their_kind(
+    memory: RaMem,
+) -> None:
+    """Valid now (issue 30): the block's question is grounded at its clock and says when it
+    was asked; nodes say what a memory is; a new user's block and retriever are empty."""
+    memory.add_turn("user", "This weekend I went hiking in the Alps.", at=datetime(2024, 3, 3, 18))
+    memory.add_turn("user", "This weekend I painted the kitchen.", at=datetime(2024, 3, 10, 18))
+    memory.add_exchange("What did I paint?", "The kitchen.", at=datetime(2024, 3, 11, 8))
+    block = RaMemMemoryBlock(memory=memory, k=1, clock=lambda: datetime(2024, 3, 4, 9))
+    asked = [ChatMessage(role=MessageRole.USER, content="What did I do last weekend?")]
+    text = await block.aget(asked)
+    assert "Asked on: Monday 4 March 2024, 09:00" in text
+    assert "hiking" in text
+    nodes = RaMemRetriever(memory, k=4).retrieve("What did I paint?")
+    assert {n.node.metadata["kind"] for n in nodes} == {"statement", "question", "reply"}
+    empty = RaMemMemoryBlock(memory=memory, namespace="new-user")
+    assert await empty.aget(asked) == ""
+    assert RaMemRetriever(memory, namespace="new-user").retrieve("anything") == []
