@@ -41,19 +41,23 @@ _NOW = re.compile(
     re.IGNORECASE,
 )
 _PRESENT = re.compile(
-    r"^\s*(?:where|what|which|who|how(?:\s+\w+)?)\s+(?:do|does|is|are|am|'s)\s+(?:I|my|we|our)\b"
-    r"|\b(?:do|does)\s+I\s+(?:usually|have|own|live|work|keep|prefer|like)\b"
-    r"|\bhow\s+many\b[^?]*\b(?:do|does|have|has)\s+I\b"
-    r"|\bis\s+my\b|\bare\s+my\b",
+    r"\b(?:do|does|am|is|are|'m|'re|have|has|can)\s+(?:I|we|my|our|me)\b"
+    r"|\b(?:is|are)\s+my\b",
     re.IGNORECASE,
 )
+"""A present-tense question about the asker: "What time do I wake up?", "How long have I had
+my cat?", "How many coins do we have?", "How many nights can I redeem?"."""
 _EARLIER = re.compile(
     r"\b(?:previous(?:ly)?|before\s+(?:I|the|my|it|we|that|moving|switching|changing)"
     r"|used\s+to|originally|at\s+first|first\s+(?:time|one)|former(?:ly)?|old\s+(?:job|address"
     r"|place|apartment|status|record)|earlier|initially|prior)\b",
     re.IGNORECASE,
 )
-_PAST_ONLY = re.compile(r"\b(?:did|was|were|had)\b", re.IGNORECASE)
+_PAST = re.compile(
+    r"\b(?:did|was|were)\s+(?:I|we|my|our)\b|\b(?:I|we)\s+(?:was|were|did)\b", re.IGNORECASE
+)
+"""A past-tense question about the asker ("Where did I live?", "the amount I was
+pre-approved for"): it asks about then, not now."""
 
 
 _KINDS = {
@@ -134,7 +138,7 @@ def asks_now(query: str) -> bool:
         return False
     if _NOW.search(query):
         return True
-    return _PRESENT.search(query) is not None and _PAST_ONLY.search(query) is None
+    return _PRESENT.search(query) is not None and _PAST.search(query) is None
 
 
 def asks_earlier(query: str) -> bool:

@@ -175,6 +175,10 @@ class Retriever:
             successor = supersession.successors(
                 snap, candidates, cfg.state_similarity, cfg.state_kind_similarity
             )
+            if frame.asks_now and not frame.asks_earlier and cfg.answer_share is not None:
+                # a question about now names the state: the statements that answer it
+                chain = supersession.answering(snap, frame, pool, cfg.answer_share)
+                successor = {**chain, **successor}
             held = supersession.held_through(snap, frame, conditions, pool, successor)
         chosen = policies.valid_first(
             ranking,

@@ -75,6 +75,10 @@ class RetrievalConfig:
             ``benchmarks/results/bench_updates.json``).
         state_kind_similarity: the cosine enough for two statements of one kind of state
             (a residence, a job, an appointment: :func:`~ramem_core.states.state_kinds`).
+        answer_share: for a question about now, statements of the relevant pool that state
+            something and hold this share of the question's words answer it as one chain,
+            the latest first (:func:`~ramem_core.retrieval.supersession.answering`); ``None``
+            turns it off. Chosen on the choose parts by ``benchmarks/bench_updates.py``.
         state_candidates: how many of the content ranking's best statements supersession is
             sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
@@ -109,6 +113,7 @@ class RetrievalConfig:
     state_similarity: float = 0.6
     state_kind_similarity: float = 0.2
     state_candidates: int = 50
+    answer_share: float | None = 0.5
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):

@@ -69,6 +69,33 @@ def successors(
     return out
 
 
+def answering(
+    snap: Snapshot, frame: RecallFrame, rows: Sequence[int], share: float
+) -> dict[int, int]:
+    """For a question about now, the statements among ``rows`` that answer it as a chain:
+    statements that state something that can change and whose own words hold at least
+    ``share`` of the question's words (at least two) are about the state it asks for, and the
+    latest of them supersedes the others ("I've tried three Korean restaurants", later "I've
+    tried four" for "How many Korean restaurants have I tried?"). Speakers are kept apart."""
+    asked = set(snap.index.tokenize(frame.need or frame.query))
+    if len(asked) < 2:
+        return {}
+    need = max(2, int(np.ceil(share * len(asked))))
+    counts = snap.index.own_counts
+    members: dict[str, list[int]] = {}
+    for row in dict.fromkeys(rows):
+        unit = snap.units[row]
+        if unit.context.kind is not Kind.STATEMENT or not states_something(unit.content):
+            continue
+        if len(asked & counts[row].keys()) >= need:
+            members.setdefault(unit.context.speaker.lower(), []).append(row)
+    out: dict[int, int] = {}
+    for chain in members.values():
+        latest = max(chain, key=lambda row: _said(snap.units[row]))
+        out.update((row, latest) for row in chain if row != latest)
+    return out
+
+
 def latest_first(chosen: Chosen, pool: int, successor: Mapping[int, int]) -> Chosen:
     """``chosen`` with the successor of each superseded memory of its first ``pool`` places
     put right before it (moved up, or brought in from the candidates): a question about now
