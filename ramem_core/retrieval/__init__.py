@@ -167,7 +167,8 @@ class Retriever:
         order, pool = policies.candidates(
             ranking, snap, width, cfg.validity_pool, yielding=yielding
         )
-        successor: dict[int, int] = {}
+        successor: dict[int, int] = {}  # superseded -> its successor (labels)
+        latest: dict[int, int] = {}  # the chains a question about now reads latest first
         held: dict[int, str] = {}
         if cfg.supersession and cfg.context_ranking:
             # which candidates a later statement supersedes (read now, never stored)
@@ -175,11 +176,16 @@ class Retriever:
             successor = supersession.successors(
                 snap, candidates, cfg.state_similarity, cfg.state_kind_similarity
             )
-            if frame.asks_now and not frame.asks_earlier and cfg.answer_share is not None:
-                # a question about now names the state: the statements that answer it
-                chain = supersession.answering(snap, frame, pool, cfg.answer_share)
-                successor = {**chain, **successor}
             held = supersession.held_through(snap, frame, conditions, pool, successor)
+            if frame.asks_now and not frame.asks_earlier:
+                # reordered only by chains of a named kind of state (where one lives, works,
+                # an appointment): chains by similarity alone, or of the statements that
+                # answer the question, put a later statement that is not the evidence first
+                # too often (LongMemEval choose part, results/bench_updates.json)
+                latest = supersession.successors(snap, pool, None, cfg.state_kind_similarity)
+                if cfg.answer_share is not None:
+                    chain = supersession.answering(snap, frame, pool, cfg.answer_share)
+                    latest = {**chain, **latest}
         chosen = policies.valid_first(
             ranking,
             snap,
@@ -193,8 +199,8 @@ class Retriever:
             chosen = policies.after_their_sources(
                 chosen, snap, cfg.derived_last, to_end=last, always=last and cfg.derived_yield_all
             )
-        if successor and frame.asks_now and not frame.asks_earlier:
-            chosen = supersession.latest_first(chosen, cfg.validity_pool, successor)
+        if latest:
+            chosen = supersession.latest_first(chosen, cfg.validity_pool, latest)
         if cfg.anchor_side_slots and cfg.context_ranking:
             # over the relevant pool whatever k is: a longer list starts as a shorter one
             chosen = policies.anchor_side_free(

@@ -78,7 +78,8 @@ class RetrievalConfig:
         answer_share: for a question about now, statements of the relevant pool that state
             something and hold this share of the question's words answer it as one chain,
             the latest first (:func:`~ramem_core.retrieval.supersession.answering`); ``None``
-            turns it off. Chosen on the choose parts by ``benchmarks/bench_updates.py``.
+            (the default) turns it off: on the LongMemEval_S choose part it cost turn@1
+            (``benchmarks/results/TUNING.md``).
         state_candidates: how many of the content ranking's best statements supersession is
             sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
@@ -113,7 +114,7 @@ class RetrievalConfig:
     state_similarity: float = 0.6
     state_kind_similarity: float = 0.2
     state_candidates: int = 50
-    answer_share: float | None = 0.5
+    answer_share: float | None = None
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):

@@ -31,12 +31,16 @@ def _said(unit: MemoryUnit) -> tuple[datetime, int]:
 
 
 def successors(
-    snap: Snapshot, rows: Iterable[int], threshold: float, kind_threshold: float | None = None
+    snap: Snapshot,
+    rows: Iterable[int],
+    threshold: float | None,
+    kind_threshold: float | None = None,
 ) -> dict[int, int]:
     """For each statement among ``rows`` that a later one supersedes, the row of the latest
     that does: said later by the same person, both stating something that can change, and
-    about the same subject: the cosine of their vectors at least ``threshold``, or at least
-    ``kind_threshold`` when both speak of one kind of state ("I live in Lisbon", "I moved
+    about the same subject: the cosine of their vectors at least ``threshold`` (``None``:
+    never on similarity alone), or at least ``kind_threshold`` when both speak of one kind
+    of state ("I live in Lisbon", "I moved
     to Porto": :func:`~ramem_core.states.state_kinds`)."""
     if snap.vectors is None:
         return {}
@@ -50,7 +54,7 @@ def successors(
         return {}
     at = np.asarray(states, dtype=np.int64)
     cosine = snap.vectors[at] @ snap.vectors[at].T
-    similar = cosine >= threshold
+    similar = cosine >= threshold if threshold is not None else np.zeros_like(cosine, bool)
     if kind_threshold is not None:
         kinds = [state_kinds(units[row].content) for row in states]
         shared = np.array([[bool(a & b) for b in kinds] for a in kinds], dtype=bool)
@@ -98,18 +102,20 @@ def answering(
 
 def latest_first(chosen: Chosen, pool: int, successor: Mapping[int, int]) -> Chosen:
     """``chosen`` with the successor of each superseded memory of its first ``pool`` places
-    put right before it (moved up, or brought in from the candidates): a question about now
-    reads the latest statement of each chain first, the earlier ones after it."""
+    moved up to right before it, when the successor is itself among those places (relevant
+    to the question in its own right): a question about now reads the latest statement of
+    each chain first, the earlier ones after it."""
     if not successor:
         return chosen
     flags = dict(chosen)
+    pooled = {row for row, _ in chosen[:pool]}
     out: Chosen = []
     placed: set[int] = set()
     for place, (row, contextual) in enumerate(chosen):
         if row in placed:
             continue
         later = successor.get(row)
-        if place < pool and later is not None and later not in placed:
+        if place < pool and later in pooled and later not in placed:
             out.append((later, flags.get(later, contextual)))
             placed.add(later)
         out.append((row, contextual))
