@@ -55,7 +55,7 @@ EARLIER = ("50635ada", "e66b632c", "dfde3500", "f685340e")
 """Knowledge-update questions that ask for the earlier value (or for both), fixed by reading
 the questions before any run: the previous frequent flyer status, the previous personal
 best, the previous tutor, how often "previously" and now."""
-GRID = [(s, k, None) for s in (0.5, 0.6, 0.7) for k in (0.1, 0.2, 0.3)]
+GRID = [(s, k, None) for s in (None, 0.5, 0.6, 0.7) for k in (0.1, 0.2, 0.3)]
 """(state_similarity, state_kind_similarity, answer_share) tried on the choose part. The
 answering chain (``answer_share``) stays off: it cost turn@1 on the LongMemEval_S choose part
 (``benchmarks/results/TUNING.md``)."""
@@ -156,7 +156,8 @@ def main() -> None:
     print("choose grid (state_similarity/state_kind_similarity/answer_share):", json.dumps(grid))
     print(f"chosen: {best} (default {default})")
     first, second, third = best.split("/")
-    similarity, kind = float(first), float(second)
+    similarity = None if first == "None" else float(first)
+    kind = float(second)
     share = None if third == "None" else float(third)
     chosen = replace(
         base, state_similarity=similarity, state_kind_similarity=kind, answer_share=share

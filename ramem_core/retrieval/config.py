@@ -70,9 +70,11 @@ class RetrievalConfig:
             about the same state supersedes an earlier one; a question about now reads the
             latest of each chain first, one about a past time finds a lasting state valid
             until it was superseded, and superseded memories are labelled.
-        state_similarity: the cosine two statements need to be about the same state
-            (chosen on the choose parts: ``benchmarks/bench_updates.py``,
-            ``benchmarks/results/bench_updates.json``).
+        state_similarity: the cosine two statements that state something need to be about
+            the same state without naming one kind of it; ``None`` (the default): never on
+            similarity alone. At 0.6 it labelled about one memory in twenty of LoCoMo's top
+            10 as superseded (+60 tokens per 10 memories), in conversations with hardly any
+            state changes (``benchmarks/results/TUNING.md``).
         state_kind_similarity: the cosine enough for two statements of one kind of state
             (a residence, a job, an appointment: :func:`~ramem_core.states.state_kinds`).
         answer_share: for a question about now, statements of the relevant pool that state
@@ -111,7 +113,7 @@ class RetrievalConfig:
     ordinals: bool = True
     fusion: Fusion | None = LEARNED_FUSION
     supersession: bool = True
-    state_similarity: float = 0.6
+    state_similarity: float | None = None
     state_kind_similarity: float = 0.2
     state_candidates: int = 50
     answer_share: float | None = None
