@@ -93,6 +93,16 @@ higher similarity (``state_similarity``)."""
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|me|we|we're|our)\b", re.IGNORECASE)
 
 
+KINDS = tuple(sorted(_KINDS))
+"""The kinds of state, in the order of :func:`kind_bits`."""
+
+
+def kind_bits(text: str) -> int:
+    """:func:`state_kinds` as a bitmask over :data:`KINDS` (a per-memory column)."""
+    kinds = state_kinds(text)
+    return sum(1 << i for i, kind in enumerate(KINDS) if kind in kinds)
+
+
 def state_kinds(text: str) -> frozenset[str]:
     """The kinds of state ``text`` says of its speaker (:data:`_KINDS`): "I moved to Porto"
     is about a residence, "my dentist appointment" about an appointment; a statement in

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.states import kind_bits, states_something, states_strictly
 from ramem_core.types import Kind, MemoryUnit, TimeSpan, to_epoch
 
 SessionKey = tuple[str, str]
@@ -61,10 +62,18 @@ COLUMNS: tuple[Column, ...] = (
     Column("event_end", np.int64, lambda u, _s: _end(u.context.event_time)),
     Column("timed", np.bool_, lambda u, _s: _says_when(u)),
     Column("derived", np.bool_, lambda u, _s: _derived(u)),
+    # states that hold until superseded (ramem_core.states), read once per memory
+    Column("states", np.bool_, lambda u, _s: not _derived(u) and states_something(u.content)),
+    Column("lasting", np.bool_, lambda u, _s: not _derived(u) and states_strictly(u.content)),
+    Column("state_kinds", np.int64, lambda u, _s: 0 if _derived(u) else kind_bits(u.content)),
+    Column("said_at", np.int64, lambda u, _s: _end(u.context.session_span)),
+    Column("turn", np.int64, lambda u, _s: u.context.turn_index),
 )
 """Every per-memory fact a snapshot holds as an array (epoch seconds for times, 0 where
-unknown): the session span (for frame masks), the event time, "says when" and "is a question
-or a reply"."""
+unknown): the session span (for frame masks), the event time, "says when", "is a question
+or a reply", and what a statement states (something that can change; a lasting state; the
+kinds of state, a bitmask over :data:`ramem_core.states.KINDS`), when it was said (its own
+stored span's end) and its turn."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.conditions import Conditions
-from ramem_core.states import asks_about_state, state_kinds, states_something, states_strictly
+from ramem_core.states import asks_about_state, state_kinds, states_something
 from ramem_core.temporal import describe
 from ramem_core.types import Kind, MemoryUnit, RecallFrame, Supersession, TimeSpan
 
@@ -40,36 +40,32 @@ def successors(
     that does: said later by the same person, both stating something that can change, and
     about the same subject: the cosine of their vectors at least ``threshold`` (``None``:
     never on similarity alone), or at least ``kind_threshold`` when both speak of one kind
-    of state ("I live in Lisbon", "I moved
-    to Porto": :func:`~ramem_core.states.state_kinds`)."""
+    of state ("I live in Lisbon", "I moved to Porto": :func:`~ramem_core.states.state_kinds`).
+    Read off the snapshot's columns (:mod:`ramem_core.index.columns`): no text is read here."""
     if snap.vectors is None:
         return {}
-    units = {row: snap.units[row] for row in dict.fromkeys(rows)}
-    states = [
-        row
-        for row, unit in units.items()
-        if unit.context.kind is Kind.STATEMENT and states_something(unit.content)
-    ]
-    if len(states) < 2:
+    candidates = np.fromiter(dict.fromkeys(rows), dtype=np.int64)
+    columns = snap.columns
+    at = candidates[columns["states"][candidates]]
+    if len(at) < 2:
         return {}
-    at = np.asarray(states, dtype=np.int64)
     cosine = snap.vectors[at] @ snap.vectors[at].T
-    similar = cosine >= threshold if threshold is not None else np.zeros_like(cosine, bool)
+    similar = cosine >= threshold if threshold is not None else np.zeros(cosine.shape, bool)
     if kind_threshold is not None:
-        kinds = [state_kinds(units[row].content) for row in states]
-        shared = np.array([[bool(a & b) for b in kinds] for a in kinds], dtype=bool)
+        kinds = columns["state_kinds"][at]
+        shared = (kinds[:, None] & kinds[None, :]) != 0
         similar |= shared & (cosine >= kind_threshold)
-    said = [_said(units[row]) for row in states]
-    speaker = [units[row].context.speaker.lower() for row in states]
+    said = columns["said_at"][at] * 100_000 + columns["turn"][at]  # when, then the turn
+    names: dict[str, int] = {}
+    speaker = np.array(
+        [names.setdefault(snap.units[int(r)].context.speaker.lower(), len(names)) for r in at]
+    )
+    same = speaker[:, None] == speaker[None, :]
+    later = similar & same & (said[None, :] > said[:, None])
     out: dict[int, int] = {}
-    for i, row in enumerate(states):
-        later = [
-            j
-            for j in np.flatnonzero(similar[i]).tolist()
-            if j != i and speaker[j] == speaker[i] and said[j] > said[i]
-        ]
-        if later:
-            out[row] = states[max(later, key=lambda j: said[j])]
+    for i in np.flatnonzero(later.any(axis=1)).tolist():
+        js = np.flatnonzero(later[i])
+        out[int(at[i])] = int(at[js[np.argmax(said[js])]])
     return out
 
 
@@ -144,7 +140,7 @@ def held_through(
         ctx = unit.context
         if ctx.kind is not Kind.STATEMENT or ctx.event_time is not None:
             continue
-        if ctx.session_span is None or not states_strictly(unit.content):
+        if ctx.session_span is None or not snap.columns["lasting"][row]:
             continue
         if not asked & state_kinds(unit.content):
             continue  # a lasting state of another kind than the question asks about

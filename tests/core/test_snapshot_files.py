@@ -470,7 +470,7 @@ def test_a_declared_column_travels_every_path(monkeypatch: pytest.MonkeyPatch) -
     from ramem_core.index.snapshot import Snapshot
     from tests.conftest import unit_at
 
-    extra = columns.Column("turn", np.int64, lambda u, _s: u.context.turn_index)
+    extra = columns.Column("turn_twice", np.int64, lambda u, _s: 2 * u.context.turn_index)
     monkeypatch.setattr(columns, "COLUMNS", (*columns.COLUMNS, extra))
     embedder = HashEmbedder()
     units = [unit_at(f"t{i}", "S", i, f"Ann: turn {i} about pottery") for i in range(4)]
@@ -479,8 +479,8 @@ def test_a_declared_column_travels_every_path(monkeypatch: pytest.MonkeyPatch) -
     assert grown is not None
     loaded = through_file(grown)
     loaded.validate(embedder.dimension)
-    assert loaded.columns["turn"].tolist() == [0, 1, 2, 3]
+    assert loaded.columns["turn_twice"].tolist() == [0, 2, 4, 6]
     broken = through_file(grown)
-    broken.columns._arrays["turn"] = broken.columns["turn"][:-1]
-    with pytest.raises(ValueError, match="column turn"):
+    broken.columns._arrays["turn_twice"] = broken.columns["turn_twice"][:-1]
+    with pytest.raises(ValueError, match="column turn_twice"):
         broken.validate(embedder.dimension)
