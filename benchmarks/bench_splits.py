@@ -26,7 +26,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,21 @@ def lme_split(source: str, position_in_type: int) -> str:
     if "dev60" in source:
         return "report"
     return "choose" if position_in_type % 2 == 0 else "report"
+
+
+LME_FILES = ("dev30", "dev60", "dev120")
+
+
+def lme_items(names: Sequence[str] = LME_FILES) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """Every LongMemEval_S dev question as (file name, part, item), in file order, with the
+    part :func:`lme_split` gives it (counted per question type in each file)."""
+    for name in names:
+        path = DATA / f"longmemeval_s_{name}.json"
+        counts: dict[str, int] = defaultdict(int)
+        for item in json.loads(path.read_text(encoding="utf-8")):
+            kind = str(item.get("question_type"))
+            yield name, lme_split(name, counts[kind]), item
+            counts[kind] += 1
 
 
 def _embedder() -> Embedder:
@@ -142,14 +157,8 @@ def locomo(variants: Sequence[str]) -> dict[str, Any]:
 
 
 def longmemeval(variants: Sequence[str]) -> dict[str, Any]:
-    files = [DATA / f"longmemeval_s_{name}.json" for name in ("dev30", "dev60", "dev120")]
-    split_of: dict[str, str] = {}
-    for path in files:
-        counts: dict[str, int] = defaultdict(int)
-        for item in json.loads(path.read_text(encoding="utf-8")):
-            kind = str(item.get("question_type"))
-            split_of[str(item["question_id"])] = lme_split(path.name, counts[kind])
-            counts[kind] += 1
+    files = [DATA / f"longmemeval_s_{name}.json" for name in LME_FILES]
+    split_of = {str(item["question_id"]): part for _, part, item in lme_items()}
     options = harness.EvalOptions(
         systems=("ramem", "content"), ks=(1, 5, 10), ablations=tuple(variants)
     )

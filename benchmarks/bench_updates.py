@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import defaultdict
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -36,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_splits import _embedder, _interval, lme_split  # noqa: E402
+from bench_splits import _embedder, _interval, lme_items  # noqa: E402
 
 from ramem_core import RaMem, RetrievalConfig  # noqa: E402
 from ramem_core.evaluation import harness  # noqa: E402
@@ -50,7 +49,6 @@ from ramem_core.temporal import parse_timestamp  # noqa: E402
 DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "results" / "updates"
 RESULT = ROOT / "benchmarks" / "results" / "bench_updates.json"
-FILES = ("dev30", "dev60", "dev120")
 EARLIER = ("50635ada", "e66b632c", "dfde3500", "f685340e")
 """Knowledge-update questions that ask for the earlier value (or for both), fixed by reading
 the questions before any run: the previous frequent flyer status, the previous personal
@@ -64,34 +62,28 @@ answering chain (``answer_share``) stays off: it cost turn@1 on the LongMemEval_
 def questions() -> list[dict[str, Any]]:
     """The knowledge-update questions measured, with their part and evidence sessions."""
     out = []
-    for name in FILES:
-        path = DATA / f"longmemeval_s_{name}.json"
-        items = json.loads(path.read_text(encoding="utf-8"))
-        counts: dict[str, int] = defaultdict(int)
-        for item in items:
-            kind = str(item.get("question_type"))
-            part = lme_split(name, counts[kind])
-            counts[kind] += 1
-            qid = str(item["question_id"])
-            if kind != "knowledge-update" or qid.endswith("_abs") or qid in EARLIER:
-                continue
-            gold = longmemeval_evidence(item, qid)
-            dates = {sid: parse_timestamp(str(d)) for sid, d, _ in _longmemeval_sessions(item, qid)}
-            sessions = {g.rsplit(":", 1)[0] for g in gold}
-            when = {s: dates[s] for s in sessions}
-            if len({d.date() for d in when.values() if d is not None}) < 2:
-                continue
-            latest = max(d for d in when.values() if d is not None)
-            out.append(
-                {
-                    "id": qid,
-                    "file": name,
-                    "part": part,
-                    "item": item,
-                    "gold": set(gold),
-                    "latest": {s for s, d in when.items() if d == latest},
-                }
-            )
+    for name, part, item in lme_items():
+        kind = str(item.get("question_type"))
+        qid = str(item["question_id"])
+        if kind != "knowledge-update" or qid.endswith("_abs") or qid in EARLIER:
+            continue
+        gold = longmemeval_evidence(item, qid)
+        dates = {sid: parse_timestamp(str(d)) for sid, d, _ in _longmemeval_sessions(item, qid)}
+        sessions = {g.rsplit(":", 1)[0] for g in gold}
+        when = {s: dates[s] for s in sessions}
+        if len({d.date() for d in when.values() if d is not None}) < 2:
+            continue
+        latest = max(d for d in when.values() if d is not None)
+        out.append(
+            {
+                "id": qid,
+                "file": name,
+                "part": part,
+                "item": item,
+                "gold": set(gold),
+                "latest": {s for s, d in when.items() if d == latest},
+            }
+        )
     return out
 
 

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_splits import OUT, _embedder, lme_split  # noqa: E402
+from bench_splits import OUT, _embedder, lme_items  # noqa: E402
 
 from ramem_core.evaluation import harness, metrics  # noqa: E402
 from ramem_core.loaders import (  # noqa: E402
@@ -106,22 +106,16 @@ def lme_questions(own: int) -> list[Question]:
     bench = harness._open_bench(OUT / "lme", options, _embedder(), None)
     memory = RaMem(bench.store, config=replace(RetrievalConfig(), fusion=None))
     out = []
-    for name in ("dev30", "dev60", "dev120"):
-        counts: dict[str, int] = defaultdict(int)
-        items = json.loads((DATA / f"longmemeval_s_{name}.json").read_text(encoding="utf-8"))
-        for item in items:
-            kind = str(item.get("question_type"))
-            split = lme_split(name, counts[kind])
-            counts[kind] += 1
-            qid = str(item["question_id"])
-            gold = set(longmemeval_evidence(item, qid))
-            if split != "choose" or qid.endswith("_abs") or not gold:
-                continue
-            namespace = harness._namespace(qid)
-            bench.ingest(namespace, harness._user_side(longmemeval_conversation(item, qid)))
-            at = parse_timestamp(str(item.get("question_date", "")))
-            features, evidence = _candidates(memory, namespace, item["question"], at, gold, own)
-            out.append(Question("lme", len(out) % 3, features, evidence, len(gold)))
+    for _, split, item in lme_items():
+        qid = str(item["question_id"])
+        gold = set(longmemeval_evidence(item, qid))
+        if split != "choose" or qid.endswith("_abs") or not gold:
+            continue
+        namespace = harness._namespace(qid)
+        bench.ingest(namespace, harness._user_side(longmemeval_conversation(item, qid)))
+        at = parse_timestamp(str(item.get("question_date", "")))
+        features, evidence = _candidates(memory, namespace, item["question"], at, gold, own)
+        out.append(Question("lme", len(out) % 3, features, evidence, len(gold)))
     return out
 
 

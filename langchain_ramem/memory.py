@@ -18,7 +18,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from pydantic import ConfigDict, Field
 
 from ramem_core import DEFAULT_K, RaMem
-from ramem_core.synthesis import asked_on
+from ramem_core.synthesis import dated
 from ramem_core.types import utc_now
 
 
@@ -71,8 +71,7 @@ class RaMemMemory(BaseMemory):
             max_tokens=self.max_tokens,
             at=self.clock(),  # grounded at the moment of asking
         )
-        text = f"Asked on: {asked_on(block.now)}.\n{block.text}" if block.text else ""
-        return {self.memory_key: text}
+        return {self.memory_key: dated(block)}
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         """Record the input and the output as turns of a live conversation."""

@@ -24,7 +24,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from ramem_core import DEFAULT_K, InvalidInputError, RaMem
-from ramem_core.synthesis import ContextBlock, asked_on, system_context
+from ramem_core.synthesis import ContextBlock, dated, system_context
 from ramem_core.types import utc_now
 
 
@@ -99,10 +99,7 @@ def recall_tool(
         """
         ns = resolve_namespace(runtime.context, runtime.config, namespace_key, default_namespace)
         at = clock() if clock is not None else None
-        block = memory.situate(query, k=k, namespace=ns, at=at)
-        if not block.text:
-            return "No memory found."
-        return f"Asked on: {asked_on(block.now)}.\n{block.text}"
+        return dated(memory.situate(query, k=k, namespace=ns, at=at)) or "No memory found."
 
     return recall_memory
 

@@ -17,7 +17,7 @@ from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field
 
 from ramem_core import DEFAULT_K, Kind, RaMem
-from ramem_core.synthesis import asked_on, strip_echo
+from ramem_core.synthesis import dated, strip_echo
 from ramem_core.types import utc_now
 
 
@@ -58,7 +58,7 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
             tag="evidence",
             at=self.clock(),  # grounded at the moment of asking
         )
-        return f"Asked on: {asked_on(block.now)}.\n{block.text}" if block.text else ""
+        return dated(block)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         def store() -> None:

@@ -149,9 +149,10 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
 def _known_namespace(memory: Any, console: Console) -> bool:
     """Say so when the namespace asked about holds no memories (never created, or emptied):
     the API reads it as empty, the command line says why nothing comes back."""
-    if memory.has_namespace(memory.namespace) and memory.count():
+    exists = memory.has_namespace(memory.namespace)
+    if exists and memory.count():
         return True
-    state = "is empty" if memory.has_namespace(memory.namespace) else "does not exist"
+    state = "is empty" if exists else "does not exist"
     console.print(
         f"[red]error:[/red] namespace {memory.namespace!r} {state}: it holds no memories; "
         "ingest into it first (`ramem namespaces` lists the existing ones)"

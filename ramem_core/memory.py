@@ -711,12 +711,8 @@ class RaMem:
             check_count(max_tokens, "max_tokens")
         if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
             query = query[-MAX_QUERY_CHARS:]
-        ns = self._ns(namespace)
-        if self.store.has_namespace(ns) and len(self.snapshots.get(ns)):
-            found = self.recall(query, k=k, at=at, namespace=ns)
-            return self.format(found, max_tokens=max_tokens, tag=tag)
-        check_query(query)
-        return ContextBlock("", (), (), 0)
+        found = self.recall(query, k=k, at=at, namespace=namespace)  # empty for a new user
+        return self.format(found, max_tokens=max_tokens, tag=tag)
 
     def add_exchange(
         self,

@@ -36,7 +36,7 @@ _COUNT = re.compile(
 
 _NOW = re.compile(
     r"\b(?:now|currently|current|these\s+days|at\s+the\s+moment|at\s+present|still|anymore"
-    r"|any\s+more|so\s+far|to\s+date|latest|most\s+recent(?:ly)?|recent|these\s+days"
+    r"|any\s+more|so\s+far|to\s+date|latest|most\s+recent(?:ly)?|recent"
     r"|nowadays|presently|yet)\b",
     re.IGNORECASE,
 )
@@ -99,7 +99,11 @@ KINDS = tuple(sorted(_KINDS))
 
 def kind_bits(text: str) -> int:
     """:func:`state_kinds` as a bitmask over :data:`KINDS` (a per-memory column)."""
-    kinds = state_kinds(text)
+    return kind_bits_of(state_kinds(text))
+
+
+def kind_bits_of(kinds: frozenset[str]) -> int:
+    """Kinds of state as a bitmask over :data:`KINDS`."""
     return sum(1 << i for i, kind in enumerate(KINDS) if kind in kinds)
 
 

@@ -262,6 +262,12 @@ def system_context(context: ContextBlock) -> str:
     return CONTEXT_PROMPT.format(now=asked_on(context.now), memories=context.text)
 
 
+def dated(context: ContextBlock) -> str:
+    """The memories after the date of asking (what a tool result or a chain's memory
+    variable holds); empty when nothing was recalled."""
+    return f"Asked on: {asked_on(context.now)}.\n{context.text}" if context.text else ""
+
+
 def asked_on(now: datetime | None) -> str:
     """The moment of asking in words ("Tuesday 5 December 2023, 14:05"), or "unknown"."""
     if now is None:

@@ -93,8 +93,8 @@ class LexicalIndex:
         # list; an older one takes a copy of its own part
         new._docs = self._docs if self._tip else _prefix(self._docs, self._n)
         new._n = self._n
-        new._alive_rows = Rows.of(self._alive.copy())  # removals are this index's own
-        new._alive = new._alive_rows.data
+        new._alive_rows = Rows.copy_of(self._alive)  # removals are this index's own
+        new._alive = new._alive_rows.data[: self._n]
         new._base = self._base
         new._length_rows, new._lengths = self._length_rows, self._lengths
         if self._tip:
@@ -526,13 +526,13 @@ class _Columns:
 
 class FrozenDocs:
     """Documents' term counts held as arrays (an index loaded from a snapshot file), decoded
-    one document at a time; removals and appends are kept beside them.
+    one document at a time; documents appended later are kept beside them.
 
     Supports what :class:`LexicalIndex` does with its document list: ``len``, indexing,
-    setting a document to ``None`` (removal), ``append`` and ``copy``.
+    ``append`` and ``prefix`` (removals are the index's own alive mask, never written here).
     """
 
-    __slots__ = ("_alive", "_changed", "_extra", "_offsets", "_terms", "_tfs", "_vocabulary")
+    __slots__ = ("_alive", "_extra", "_offsets", "_terms", "_tfs", "_vocabulary")
 
     def __init__(
         self,
@@ -547,11 +547,10 @@ class FrozenDocs:
         self._terms = terms
         self._tfs = tfs
         self._alive = alive
-        self._changed: dict[int, dict[str, float] | None] = {}
         self._extra: list[dict[str, float] | None] = []
 
     def __getstate__(self) -> tuple[object, ...]:
-        if self._changed or self._extra:
+        if self._extra:
             raise TypeError("only an unchanged FrozenDocs is pickled (LexicalIndex makes one)")
         return (self._vocabulary, self._offsets, self._terms, self._tfs, self._alive)
 
@@ -565,8 +564,6 @@ class FrozenDocs:
         n = len(self._alive)
         if doc >= n:
             return self._extra[doc - n]
-        if doc in self._changed:
-            return self._changed[doc]
         if not self._alive[doc]:
             return None
         lo, hi = int(self._offsets[doc]), int(self._offsets[doc + 1])
@@ -575,13 +572,6 @@ class FrozenDocs:
             words[t]: tf
             for t, tf in zip(self._terms[lo:hi].tolist(), self._tfs[lo:hi].tolist(), strict=True)
         }
-
-    def __setitem__(self, doc: int, counts: dict[str, float] | None) -> None:
-        n = len(self._alive)
-        if doc >= n:
-            self._extra[doc - n] = counts
-        else:
-            self._changed[doc] = counts
 
     def append(self, counts: dict[str, float] | None) -> None:
         self._extra.append(counts)
@@ -599,23 +589,10 @@ class FrozenDocs:
     def alive(self) -> npt.NDArray[np.bool_]:
         """Which documents are not removed (no document is decoded)."""
         extra = np.asarray([d is not None for d in self._extra], dtype=bool)
-        changed = np.array(self._alive, dtype=bool, copy=True)
-        for doc, counts in self._changed.items():
-            changed[doc] = counts is not None
-        return np.concatenate([changed, extra])
+        return np.concatenate([np.asarray(self._alive, dtype=bool), extra])
 
     def prefix(self, n: int) -> FrozenDocs:
         """A copy holding the first ``n`` documents (sharing the arrays)."""
-        new = self.copy()
-        new._extra = new._extra[: max(0, n - len(self._alive))]
-        return new
-
-    def copy(self) -> FrozenDocs:
-        """A copy sharing the arrays (never written) with its own changes."""
         new = FrozenDocs(self._vocabulary, self._offsets, self._terms, self._tfs, self._alive)
-        new._changed = dict(self._changed)
-        new._extra = list(self._extra)
+        new._extra = self._extra[: max(0, n - len(self._alive))]
         return new
-
-
-# --------------------------------------------------------------------------- row buffers

@@ -32,6 +32,13 @@ class Rows:
     def of(cls, matrix: Matrix) -> Rows:
         return cls(matrix, len(matrix))
 
+    @classmethod
+    def copy_of(cls, matrix: Matrix) -> Rows:
+        """A private copy of ``matrix`` with room to append (one copy, not two)."""
+        data = np.empty((max(2 * len(matrix), 64), *matrix.shape[1:]), dtype=matrix.dtype)
+        data[: len(matrix)] = matrix
+        return cls(data, len(matrix))
+
     def append(self, known: int, rows: Matrix) -> tuple[Rows, Matrix]:
         """The buffer holding the first ``known`` rows and then ``rows``, and its view."""
         end = known + len(rows)

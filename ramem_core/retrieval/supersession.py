@@ -17,9 +17,9 @@ import numpy as np
 
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.conditions import Conditions
-from ramem_core.states import asks_about_state, state_kinds, states_something
+from ramem_core.states import asks_about_state, kind_bits_of
 from ramem_core.temporal import describe
-from ramem_core.types import Kind, MemoryUnit, RecallFrame, Supersession, TimeSpan
+from ramem_core.types import MemoryUnit, RecallFrame, Supersession, TimeSpan
 
 Chosen = list[tuple[int, bool]]
 
@@ -83,12 +83,10 @@ def answering(
     need = max(2, int(np.ceil(share * len(asked))))
     counts = snap.index.own_counts
     members: dict[str, list[int]] = {}
+    states = snap.columns["states"]  # statements that state something that can change
     for row in dict.fromkeys(rows):
-        unit = snap.units[row]
-        if unit.context.kind is not Kind.STATEMENT or not states_something(unit.content):
-            continue
-        if len(asked & counts[row].keys()) >= need:
-            members.setdefault(unit.context.speaker.lower(), []).append(row)
+        if states[row] and len(asked & counts[row].keys()) >= need:
+            members.setdefault(snap.units[row].context.speaker.lower(), []).append(row)
     out: dict[int, int] = {}
     for chain in members.values():
         latest = max(chain, key=lambda row: _said(snap.units[row]))
@@ -130,7 +128,7 @@ def held_through(
     the question asks about ("Where did I live in April?") held during one of the frame's
     windows though said before it: from when it was said until it was superseded (or until
     the question's now), with the reason in words."""
-    asked = asks_about_state(frame.query)
+    asked = kind_bits_of(asks_about_state(frame.query))
     if not conditions.windows or conditions.exact is None or not asked:
         return {}  # only a question about a lasting state reads one over its interval
     now = frame.now or datetime.max
@@ -138,11 +136,11 @@ def held_through(
     for row in rows:
         unit = snap.unit(row)
         ctx = unit.context
-        if ctx.kind is not Kind.STATEMENT or ctx.event_time is not None:
+        if ctx.event_time is not None:
             continue
         if ctx.session_span is None or not snap.columns["lasting"][row]:
-            continue
-        if not asked & state_kinds(unit.content):
+            continue  # a statement of a lasting state (never a question or a reply)
+        if not asked & int(snap.columns["state_kinds"][row]):
             continue  # a lasting state of another kind than the question asks about
         later = successor.get(row)
         end = _said(snap.units[later])[0] if later is not None else now
