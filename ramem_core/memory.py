@@ -552,9 +552,7 @@ class RaMem:
 
     def _live_session(self, namespace: str, conversation_id: str) -> SessionState | None:
         """The conversation's latest session as stored (every reader derives it alike)."""
-        if not self.store.has_namespace(namespace):
-            return None
-        return self.snapshots.get(namespace).latest_session(conversation_id)
+        return self._snapshot(namespace).latest_session(conversation_id)
 
     def end_session(self, conversation_id: str = "live", *, namespace: str | None = None) -> None:
         """Close the open live session: the next :meth:`add_turn` starts a new one."""
