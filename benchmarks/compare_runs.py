@@ -10,8 +10,9 @@ system; the counts and any difference are printed and written as JSON. Exit stat
 anything differs.
 
 With ``--paired SYSTEM`` it says instead how a change moved that system, question by
-question: per category (LoCoMo: Recall@1/5/10/20 and wrong-episode-at-1; LongMemEval: turn
-recall_any@1/5/10 and session recall_any@5, per question type), the mean after minus
+question: per category, overall and on each of the choose and report parts (LoCoMo:
+Recall@1/5/10/20 and wrong-episode-at-1; LongMemEval: turn recall_any@1/5/10 and session
+recall_any@5, per question type), the mean after minus
 before with a paired bootstrap 95% interval, and whether a cell fell by more than its
 interval (the upper end below zero). Exit status 1 when one did.
 """
@@ -83,6 +84,21 @@ def _metrics(row: dict[str, Any]) -> tuple[str, dict[str, float]]:
     return row["question_type"], out
 
 
+def _part(row: dict[str, Any]) -> str:
+    """A question's part: LoCoMo rows carry it; LongMemEval's follow ``bench_splits``."""
+    if "split" in row:
+        return str(row["split"])
+    from bench_splits import lme_items
+
+    global _LME_PARTS
+    if _LME_PARTS is None:
+        _LME_PARTS = {str(item["question_id"]): part for _, part, item in lme_items()}
+    return _LME_PARTS.get(str(row["question_id"]), "unknown")
+
+
+_LME_PARTS: dict[str, str] | None = None
+
+
 def paired(before: Path, after: Path, system: str) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from ramem_core.evaluation.stats import paired_bootstrap
@@ -102,7 +118,8 @@ def paired(before: Path, after: Path, system: str) -> dict[str, Any]:
     for key in sorted(set(a) & set(b)):
         group, mb = _metrics(a[key])
         _, ma = _metrics(b[key])
-        for name in (group, "all"):
+        part = _part(a[key])  # the choose / report part, as bench_splits.py cuts it
+        for name in (group, "all", f"{part} {group}", f"{part} all"):
             groups.setdefault(name, []).append((mb, ma))
     table: dict[str, Any] = {}
     fell = []
