@@ -15,6 +15,7 @@ from ramem_core.errors import (
     NamespaceNotFoundError,
     RaMemError,
     StoreError,
+    UncertainWriteError,
 )
 from ramem_core.frames import LLMFrameInducer, RuleFrameInducer
 from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
@@ -107,6 +108,7 @@ __all__ = [
     "TimeSpan",
     "TokenCounter",
     "Turn",
+    "UncertainWriteError",
     "__version__",
     "conversation_from_dict",
     "default_path",

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 def _open(args: argparse.Namespace, **kwargs: object) -> RaMem:
     from ramem_core.memory import RaMem
 
+    if args.host is not None and args.timeout is not None:
+        kwargs["timeout"] = args.timeout
     return RaMem.open(args.path, host=args.host, port=args.port, namespace=args.namespace, **kwargs)  # type: ignore[arg-type]
 
 
@@ -316,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ramem", description=__doc__, parents=[_global_options(argparse.SUPPRESS)]
     )
-    parser.set_defaults(path=None, host=None, port=8000, namespace="default")
+    parser.set_defaults(path=None, host=None, port=8000, namespace="default", timeout=None)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # the global options are accepted after the command too: `ramem ask Q --namespace alice`
     common = [_global_options(argparse.SUPPRESS)]
@@ -426,8 +428,25 @@ def _global_options(default: Any) -> argparse.ArgumentParser:
     group.add_argument(
         "--port", type=_port, default=default, help="Chroma server port (default 8000)"
     )
+    group.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=default,
+        help="seconds to wait for a Chroma server to connect and to answer (default 5 and 60)",
+    )
     group.add_argument("--namespace", default=default, help="tenant (default: default)")
     return parser
+
+
+def _seconds(value: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return seconds
 
 
 def _port(value: str) -> int:

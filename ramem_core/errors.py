@@ -5,6 +5,7 @@
     │   ├── ConversationFormatError   a conversation file or object is malformed
     │   └── NamespaceNotFoundError    a namespace does not exist (reads return empty instead)
     ├── StoreError                    the Chroma store failed or is inconsistent
+    │   └── UncertainWriteError       a write failed in a way that may have stored it
     ├── ModelUnavailableError         an embedding model or data file is missing
     └── ModelReplyError               a model's reply is not text
 
@@ -65,6 +66,27 @@ class NamespaceNotFoundError(InvalidInputError, LookupError):
 
 class StoreError(RaMemError):
     """The memory store failed; the message says which operation."""
+
+
+class UncertainWriteError(StoreError):
+    """A write whose outcome is unknown: the connection was lost after the request left, and
+    the store could not be asked what it kept. It may have been stored.
+
+    A retry is safe: the same ``ids`` (deterministic for conversations and keyed memories) are
+    stored once, and :meth:`~ramem_core.RaMem.add_turn` called again with
+    ``idempotency_key=error.idempotency_key`` stores the turn once.
+
+    Attributes:
+        ids: the ids of the memories the write carried.
+        idempotency_key: the key of the live turn it carried (``None`` for other writes).
+    """
+
+    def __init__(
+        self, message: str, *, ids: tuple[str, ...] = (), idempotency_key: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.ids = ids
+        self.idempotency_key = idempotency_key
 
 
 class ModelUnavailableError(RaMemError):

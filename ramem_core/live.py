@@ -9,12 +9,12 @@ write. Nothing here reads or writes the store.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from ramem_core.anchoring import unit_id
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.snapshot import SessionState
 from ramem_core.synthesis import strip_echo
@@ -77,9 +77,13 @@ def check_turn(
     conversation_id: str,
     image_caption: str | None = None,
     kind: Kind | None = None,
+    idempotency_key: str | None = None,
 ) -> LiveTurn:
     """The message checked (see :meth:`ramem_core.RaMem.add_turn` for what is refused); a
-    reply is stripped of what it echoed of the memories it was shown."""
+    reply is stripped of what it echoed of the memories it was shown. Its key, which its
+    memories' ids are made of, is ``idempotency_key``'s (a random one when ``None``)."""
+    if idempotency_key is not None:
+        check_text(idempotency_key, "idempotency_key", limit=200)
     moment = check_moment(at, "at")
     check_name(speaker, "speaker")
     check_id(conversation_id, "conversation_id")
@@ -106,7 +110,7 @@ def check_turn(
         conversation_id,
         kind or Kind.STATEMENT,
         image_caption,
-        key=uuid.uuid4().hex[:12],
+        key=idempotency_key or uuid.uuid4().hex,
     )
 
 
@@ -127,20 +131,27 @@ def place(
     return Place(held.index, held.session_id, min(held.span.start, turn.at), held.turns)
 
 
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def turn_unit_id(turn: LiveTurn, part: int = 0) -> str:
+    """The id of a live turn's memory (of its ``part``-th piece): made of its conversation and
+    its key only, never of where it was placed, so a retry with the same key makes the same
+    id wherever the first attempt landed."""
+    return "turn-" + _digest(f"{turn.conversation_id}\x1f{turn.key}\x1f{part}")[:24]
+
+
 def placed(drafts: Sequence[MemoryUnit], turn: LiveTurn, where: Place) -> list[MemoryUnit]:
     """The anchored ``drafts`` of ``turn`` (several pieces for a long turn) as the memories
     to store: ids of their own, the session's coordinates, and this turn's own span (the
     session's is derived when read, so nothing stored is ever rewritten)."""
-    turn_id = f"{where.session_id}:{where.turn + 1}-{turn.key}"
+    turn_id = f"{where.session_id}:{where.turn + 1}-{_digest(turn.key)[:12]}"
     derived = turn.kind is not Kind.STATEMENT
     return [
         replace(
             draft,
-            id=unit_id(
-                turn.conversation_id,
-                where.session_id,
-                (turn_id, *((f"part {part}",) if part else ())),
-            ),
+            id=turn_unit_id(turn, part),
             source_ids=(turn_id,),
             context=replace(
                 draft.context,

@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 from ramem_core.anchoring import RuleAnchorer
-from ramem_core.errors import InvalidInputError
+from ramem_core.errors import InvalidInputError, UncertainWriteError
 from ramem_core.frames import RuleFrameInducer
 from ramem_core.index.files import MIN_MEMORIES, SnapshotFiles
 from ramem_core.index.freshness import DEFAULT_CACHE_BYTES, Freshness
 from ramem_core.index.snapshot import SessionState, Snapshot
 from ramem_core.keyed import KeyedMemories
-from ramem_core.live import check_turn, place, placed
+from ramem_core.live import check_turn, place, placed, turn_unit_id
 from ramem_core.loaders import Format, conversation_from_dict, load_conversations
 from ramem_core.loaders import validate as validate_conversation
 from ramem_core.protocols import (
@@ -37,7 +37,7 @@ from ramem_core.protocols import (
     TokenCounter,
 )
 from ramem_core.retrieval import RetrievalConfig, Retriever
-from ramem_core.store.chroma import ChromaStore, check_namespace
+from ramem_core.store.chroma import DEFAULT_TIMEOUT, ChromaStore, check_namespace
 from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget, strip_echo
 from ramem_core.types import (
     DEFAULT_K,
@@ -254,6 +254,7 @@ class RaMem:
         database: str | None = None,
         client: Any = None,
         snapshot_dir: str | Path | None = None,
+        timeout: float | tuple[float, float] | None = None,
         embedder: Embedder | None = None,
         **options: Unpack[Options],
     ) -> RaMem:
@@ -263,8 +264,17 @@ class RaMem:
         (an ``HttpClient`` you configured, a ``CloudClient``), which stays yours to close.
         ``snapshot_dir``: where a server's workers keep snapshot files (they may share it; a
         local directory keeps its own). ``embedder`` defaults to the shipped MiniLM; the other
-        keyword arguments are :class:`RaMem`'s (:class:`Options`)."""
-        server_only = {"ssl": ssl, "headers": headers, "tenant": tenant, "database": database}
+        keyword arguments are :class:`RaMem`'s (:class:`Options`). ``timeout``: a server's
+        connect and reply timeout in seconds, one number or a ``(connect, read)`` pair (default
+        :data:`~ramem_core.store.chroma.DEFAULT_TIMEOUT`: 5 s to connect, 60 s a reply); a
+        stalled server is then a :class:`StoreError`."""
+        server_only = {
+            "ssl": ssl,
+            "headers": headers,
+            "tenant": tenant,
+            "database": database,
+            "timeout": timeout,
+        }
         given = [name for name, value in server_only.items() if value]
         if client is not None and (path is not None or host is not None or given):
             named = ", ".join(["path"] * (path is not None) + ["host"] * (host is not None) + given)
@@ -290,6 +300,7 @@ class RaMem:
                 headers=headers,
                 tenant=tenant,
                 database=database,
+                timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
             )
         else:
             store = ChromaStore.persistent(path or default_path(), embedder)
@@ -445,6 +456,7 @@ class RaMem:
         image_caption: str | None = None,
         new_session: bool = False,
         kind: Kind | None = None,
+        idempotency_key: str | None = None,
     ) -> MemoryUnit:
         """Record one message as it arrives (agents).
 
@@ -456,7 +468,12 @@ class RaMem:
         so a crash between turns never leaves turns that disagree on their session.
 
         Every call stores a new memory with an id of its own, so several writers recording
-        the same conversation never overwrite each other.
+        the same conversation never overwrite each other. With ``idempotency_key`` (say, the
+        message's id in your chat system), the id is made of the conversation and the key: a
+        second call with the same key stores nothing and returns the memory already stored.
+        When a write fails in a way that may have stored it
+        (:class:`~ramem_core.errors.UncertainWriteError`), calling again with
+        ``idempotency_key=error.idempotency_key`` stores it exactly once.
 
         ``kind`` says what the message is as evidence (:class:`~ramem_core.types.Kind`),
         a statement by default: between people a question carries the conversation ("Did you
@@ -486,7 +503,12 @@ class RaMem:
             conversation_id=conversation_id,
             image_caption=image_caption,
             kind=kind,
+            idempotency_key=idempotency_key,
         )
+        if idempotency_key is not None:  # a retry: stored already?
+            stored = self.store.get(ns, ids=[turn_unit_id(turn)])
+            if stored:
+                return stored[0]
         # anchoring and embedding take most of the time (an LLM anchorer far more): they run
         # outside the lock, on a draft whose session is placed below
         held = self._live_session(ns, conversation_id)
@@ -498,7 +520,12 @@ class RaMem:
             ended = held is not None and (ns, conversation_id, held.session_id) in self._ended
             where = place(held, turn, gap=self.session_gap, new_session=new_session, ended=ended)
             units = placed(drafts, turn, where)
-            self.snapshots.write(ns, units, vectors, new_ids=True)  # one write: all or nothing
+            try:
+                self.snapshots.write(ns, units, vectors, new_ids=True)  # all or nothing
+            except UncertainWriteError as exc:
+                raise UncertainWriteError(
+                    str(exc), ids=exc.ids, idempotency_key=turn.key
+                ) from exc.__cause__
             return units[0]
 
     # ------------------------------------------------------------------ keyed memories

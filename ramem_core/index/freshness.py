@@ -183,8 +183,13 @@ class Freshness:
         new_ids: bool = False,
     ) -> int:
         """Store ``units`` with their ``vectors``, then fold them into the cached snapshot;
-        returns how many were new (see :meth:`Store.upsert`)."""
-        new = self.store.upsert(namespace, units, vectors, new_ids=new_ids)
+        returns how many were new (see :meth:`Store.upsert`). A failed write drops the
+        cached snapshot: the store may hold some of it, and the next read reloads."""
+        try:
+            new = self.store.upsert(namespace, units, vectors, new_ids=new_ids)
+        except BaseException:
+            self.invalidate(namespace)
+            raise
         if units:
             self._absorb(namespace, units, vectors)
         return new

@@ -7,19 +7,22 @@ vectors always come from RaMem's embedder, never from Chroma's default embedding
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
+import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.errors import InvalidInputError, StoreError
+from ramem_core.errors import InvalidInputError, RaMemError, StoreError, UncertainWriteError
 from ramem_core.protocols import Embedder
 from ramem_core.store.codec import from_record, to_metadata
 from ramem_core.types import MemoryUnit, Version
@@ -38,9 +41,32 @@ _VERSION_RECORD: dict[str, Any] = {"ramem_record": "version"}
 """The filter that finds version records: a string equality, which Chroma answers in constant
 time. A boolean filter took time in proportion to the whole server's records: about 210 ms a
 call on a server holding 300 namespaces (``benchmarks/bench_fleet.py``)."""
+MAX_VERSION_RECORDS = 16
+"""Version records a namespace keeps: a writer's first write to a namespace drops the oldest
+beyond this many (every process that writes is a writer, every CLI run one), so reading the
+version stays one small read however many writers have come and gone. A dropped record only
+changes the version (readers reload once); its writer, if still alive, writes it again with
+its next write."""
+DEFAULT_TIMEOUT = (5.0, 60.0)
+"""Seconds to connect to a Chroma server and to wait for each reply (a read of 100k memories
+is many replies): a stalled server becomes a :class:`StoreError` instead of a hang."""
 _BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every backend
 _OPEN_COLLECTIONS = 32  # collection handles kept open (each holds file descriptors locally)
 Where = Mapping[str, Any]
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def _failing(operation: str) -> Iterator[None]:
+    """Raise whatever Chroma (or the network under it) raises inside as a :class:`StoreError`
+    naming ``operation``; RaMem's own errors pass unchanged."""
+    try:
+        yield
+    except RaMemError:
+        raise
+    except Exception as exc:
+        msg = f"{operation} failed: {type(exc).__name__}: {exc}"
+        raise StoreError(msg) from exc
 
 
 def _settings() -> Any:
@@ -181,6 +207,27 @@ def _serving_process(directory: Path) -> int | None:
     return None
 
 
+def _timeout(timeout: object) -> Any:
+    """``timeout`` (seconds, or seconds to connect and to read) as an ``httpx.Timeout``."""
+    import httpx
+
+    pair = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+    if len(pair) != 2 or not all(
+        isinstance(t, int | float) and not isinstance(t, bool) and 0 < t < float("inf")
+        for t in pair
+    ):
+        msg = f"timeout must be positive seconds or a (connect, read) pair of them, got {timeout!r}"
+        raise InvalidInputError(msg)
+    connect, read = (float(t) for t in pair)
+    return httpx.Timeout(read, connect=connect)
+
+
+def _session(client: object) -> Any:
+    """The ``httpx.Client`` of a Chroma HTTP client (``None`` for any other client)."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    return session if callable(getattr(session, "close", None)) else None
+
+
 def _chunks(ids: Sequence[str]) -> list[list[str]]:
     """``ids`` in lists of at most ``_BATCH``."""
     return [list(ids[i : i + _BATCH]) for i in range(0, len(ids), _BATCH)]
@@ -274,7 +321,10 @@ class ChromaStore:
         self._collections.clear()
         close = getattr(self.client, "close", None)
         if self.owns_client and callable(close):
+            session = _session(self.client)
             close()
+            if session is not None:  # Chroma's close keeps the HTTP connections open
+                session.close()
         if self._directory_lock is not None:
             _DirectoryLock.release(self._directory_lock)
             self._directory_lock = None
@@ -347,15 +397,28 @@ class ChromaStore:
         headers: Mapping[str, str] | None = None,
         tenant: str | None = None,
         database: str | None = None,
+        timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
     ) -> ChromaStore:
         """A store on a Chroma server started with ``chroma run``; with ``snapshot_dir``, its
         snapshot files are kept there (a directory the server's workers may share).
         ``ssl``, ``headers`` (e.g. ``{"Authorization": "Bearer ..."}``), ``tenant`` and
-        ``database`` go to Chroma's ``HttpClient`` as they are."""
+        ``database`` go to Chroma's ``HttpClient`` as they are. ``timeout``: seconds to
+        connect and to wait for each reply (one number: both; default
+        :data:`DEFAULT_TIMEOUT`); a server that stalls longer is a :class:`StoreError`."""
         import chromadb
+        import httpx
         from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 
         where = f"{'https' if ssl else 'http'}://{host}:{port}"
+        limits = _timeout(timeout)
+        try:  # Chroma's client waits for ever: ask first, within the timeout
+            httpx.get(f"{where}/api/v2/heartbeat", timeout=limits, headers=dict(headers or {}))
+        except httpx.TimeoutException as exc:
+            msg = f"the Chroma server at {where} did not answer within {limits.read:g} s: {exc}"
+            raise StoreError(msg) from exc
+        except httpx.HTTPError as exc:
+            msg = f"cannot reach the Chroma server at {where}: {exc}"
+            raise StoreError(msg) from exc
         try:
             client = chromadb.HttpClient(
                 host=host,
@@ -369,6 +432,9 @@ class ChromaStore:
         except Exception as exc:  # chromadb raises plain exceptions when the server is down
             msg = f"cannot reach the Chroma server at {where}: {exc}"
             raise StoreError(msg) from exc
+        session = _session(client)
+        if session is not None:
+            session.timeout = limits
         store = cls.of_client(client, embedder, snapshot_dir=snapshot_dir, owns_client=True)
         store.remote = True
         return store
@@ -464,6 +530,10 @@ class ChromaStore:
             return self.collection(namespace, create=False)
         except NotFoundError:
             return None
+        except ValueError as exc:  # older Chroma clients raise ValueError for a missing one
+            if "does not exist" in str(exc):
+                return None
+            raise StoreError(f"opening namespace {namespace!r} failed: {exc}") from exc
 
     def has_namespace(self, namespace: str) -> bool:
         """True when ``namespace`` exists in this store (it may still be empty)."""
@@ -479,29 +549,28 @@ class ChromaStore:
         the data it announces: one transaction, so a reader that holds the version holds the
         data, and a writer killed mid-write leaves neither. A delete writes it right after.
         """
-        try:
+        with _failing(f"reading the write version of namespace {namespace!r}"):
             collection = self._existing(namespace)
             if collection is None:
                 return frozenset()
             result = collection.get(where=_VERSION_RECORD, include=["metadatas"])
-        except StoreError:
-            raise
-        except Exception as exc:
-            msg = f"reading the write version of namespace {namespace!r} failed: {exc}"
-            raise StoreError(msg) from exc
-        return frozenset(
-            (str(m["writer"]), int(str(m["sequence"])))
-            for m in result["metadatas"] or []
-            if m is not None
-        )
+            return frozenset(
+                (str(m["writer"]), int(str(m["sequence"])))
+                for m in result["metadatas"] or []
+                if m is not None
+            )
 
-    def _version_record(self, namespace: str) -> tuple[str, dict[str, Any], int]:
-        """This writer's next version record of ``namespace``: id, metadata, sequence number
-        (the caller records the number once the record is written). Call with the write lock
-        held."""
-        sequence = self._sequences.get(namespace, 0) + 1
-        metadata = {**_VERSION_RECORD, "writer": self.writer, "sequence": sequence}
-        return f"{VERSION_ID}{self.writer}", metadata, sequence
+    def _version_record(self, namespace: str, sequence: int) -> tuple[str, dict[str, Any]]:
+        """This writer's version record of ``namespace`` at ``sequence``: id and metadata
+        (the caller records the number once the record is written), stamped with the wall
+        time it was written at (:meth:`compact` drops the oldest)."""
+        metadata = {
+            **_VERSION_RECORD,
+            "writer": self.writer,
+            "sequence": sequence,
+            "written": time.time(),
+        }
+        return f"{VERSION_ID}{self.writer}", metadata
 
     def _unit_vector(self) -> npt.NDArray[np.float32]:
         vector = np.zeros((1, self.embedder.dimension), dtype=np.float32)
@@ -512,7 +581,8 @@ class ChromaStore:
         """Announce a write that carried no version record (a delete); raises whatever Chroma
         raises. Call with the write lock held."""
         self._unannounced.add(namespace)
-        record, metadata, sequence = self._version_record(namespace)
+        sequence = self._sequences.get(namespace, 0) + 1
+        record, metadata = self._version_record(namespace, sequence)
         self.collection(namespace).upsert(
             ids=[record], embeddings=self._unit_vector(), documents=[""], metadatas=[metadata]
         )
@@ -522,14 +592,16 @@ class ChromaStore:
     def namespaces(self) -> list[str]:
         """Namespaces that have a collection in this store."""
         self._open()
-        names = [c if isinstance(c, str) else c.name for c in self.client.list_collections()]
+        with _failing("listing the namespaces"):
+            listed = self.client.list_collections()
+        names = [c if isinstance(c, str) else c.name for c in listed]
         start = f"{self.prefix}_"
         return sorted(n[len(start) :] for n in names if n.startswith(start))
 
     def drop(self, namespace: str) -> None:
         """Delete the namespace and every memory in it."""
         name = self._name(namespace)
-        with self._write_lock:
+        with self._write_lock, _failing(f"dropping namespace {namespace!r}"):
             self._collections.pop(namespace, None)
             if namespace in self.namespaces():
                 # the version records go with the collection: readers see an empty version,
@@ -579,44 +651,110 @@ class ChromaStore:
             raise InvalidInputError(msg)
         if not units:
             return 0
-        collection = self.collection(namespace)
-        ids = [u.id for u in units]
-        existing = set() if new_ids else set(self.existing_ids(namespace, ids))
-        written: list[str] = []
+        with _failing(f"writing {len(units)} memories to namespace {namespace!r}"):
+            collection = self.collection(namespace)
+            ids = [u.id for u in units]
+            existing = set() if new_ids else set(self.existing_ids(namespace, ids))
+            step = max_write_batch(self) - 1  # room for the version record
         with self._write_lock:
-            record, announcement, sequence = self._version_record(namespace)
+            first = self._sequences.get(namespace, 0) + 1
+            batches = list(range(0, len(units), step))
             try:
-                step = max_write_batch(self) - 1  # room for the version record
-                for begin in range(0, len(units), step):
+                for number, begin in enumerate(batches):
                     batch = units[begin : begin + step]
-                    rows = vectors[begin : begin + step]
-                    batch_ids = [u.id for u in batch]
-                    documents = [u.content for u in batch]
-                    metadatas: list[Any] = [to_metadata(u) for u in batch]
-                    if begin + step >= len(units):  # the last call announces the write
-                        batch_ids.append(record)
-                        documents.append("")
-                        metadatas.append(announcement)
-                        rows = np.vstack([rows, self._unit_vector()])
+                    # every call carries the version record: a writer killed between the
+                    # calls of a split write leaves a version no snapshot file holds
+                    record, announcement = self._version_record(namespace, first + number)
+                    rows = np.vstack([vectors[begin : begin + step], self._unit_vector()])
                     collection.upsert(
-                        ids=batch_ids, documents=documents, embeddings=rows, metadatas=metadatas
+                        ids=[*(u.id for u in batch), record],
+                        documents=[*(u.content for u in batch), ""],
+                        embeddings=rows,
+                        metadatas=[*(to_metadata(u) for u in batch), announcement],
                     )
-                    written.extend(u.id for u in batch)
-                self._sequences[namespace] = sequence
-                self._unannounced.discard(namespace)
             except Exception as exc:
-                undone = "nothing of it was kept"
-                try:
-                    for chunk in _chunks([i for i in written if i not in existing]):
-                        collection.delete(ids=chunk)
-                except Exception as again:
-                    undone = f"undoing it failed too ({again}): some memories may be stored"
-                msg = (
-                    f"writing {len(units)} memories to namespace {namespace!r} failed: {exc}; "
-                    f"{undone}"
-                )
-                raise StoreError(msg) from exc
+                self._failed_write(namespace, collection, units, existing, first, batches, exc)
+            self._sequences[namespace] = first + len(batches) - 1
+            self._unannounced.discard(namespace)
+            if first == 1:  # this writer's first write here: its record is new
+                self.compact(namespace)
         return len(set(ids) - existing)
+
+    def compact(self, namespace: str, keep: int = MAX_VERSION_RECORDS) -> int:
+        """Drop the oldest version records of ``namespace`` beyond ``keep`` (never this
+        writer's); returns how many went. A failure is logged, not raised: compaction only
+        keeps :meth:`version` fast."""
+        try:
+            collection = self.collection(namespace)
+            found = collection.get(where=_VERSION_RECORD, include=["metadatas"])
+            records = [
+                (float(str((m or {}).get("written", 0))), i)
+                for i, m in zip(found["ids"], found["metadatas"] or [], strict=True)
+                if i != f"{VERSION_ID}{self.writer}"
+            ]
+            stale = [i for _, i in sorted(records, reverse=True)[max(keep - 1, 0) :]]
+            for chunk in _chunks(stale):
+                collection.delete(ids=chunk)
+        except Exception as exc:
+            log.warning("compacting the version records of %r failed: %s", namespace, exc)
+            return 0
+        return len(stale)
+
+    def _failed_write(
+        self,
+        namespace: str,
+        collection: Collection,
+        units: Sequence[MemoryUnit],
+        existing: set[str],
+        first: int,
+        batches: list[int],
+        exc: Exception,
+    ) -> None:
+        """Reconcile a write whose call raised (call with the write lock held): read back
+        this writer's version record to learn how many of the calls were stored. All of
+        them: the write succeeded (a connection lost after the commit). Some: those are
+        undone and the undo announced. Unknown (the store cannot be read): the writer's
+        sequence moves past every number the write may have used, and
+        :class:`UncertainWriteError` says the memories may have been stored."""
+        last = first + len(batches) - 1
+        ids = tuple(u.id for u in units)
+        what = f"writing {len(units)} memories to namespace {namespace!r}"
+        try:
+            stored = self._stored_sequence(collection)
+        except Exception as again:
+            self._sequences[namespace] = last  # never reuse a number the store may hold
+            self._unannounced.add(namespace)
+            msg = (
+                f"{what} failed ({exc}) and the store could not be asked what it kept "
+                f"({again}): the memories may have been stored; a retry stores them once"
+            )
+            raise UncertainWriteError(msg, ids=ids) from exc
+        if stored >= last:
+            log.warning("%s reported a failure (%s), but the store holds all of it", what, exc)
+            return
+        step = len(units) if len(batches) == 1 else batches[1]
+        kept = max(0, stored - first + 1) * step  # the calls the store committed
+        self._sequences[namespace] = max(stored, first - 1)
+        undone = "nothing of it was kept"
+        if kept:
+            try:
+                for chunk in _chunks([u.id for u in units[:kept] if u.id not in existing]):
+                    collection.delete(ids=chunk)
+                self._bump(namespace)
+                undone = "the part that was stored is undone"
+            except Exception as again:
+                msg = (
+                    f"{what} failed ({exc}) and undoing the part that was stored failed too "
+                    f"({again}): some memories may be stored; a retry stores them once"
+                )
+                raise UncertainWriteError(msg, ids=ids) from exc
+        raise StoreError(f"{what} failed: {exc}; {undone}") from exc
+
+    def _stored_sequence(self, collection: Collection) -> int:
+        """This writer's sequence number as stored in ``collection`` (0 for none)."""
+        found = collection.get(ids=[f"{VERSION_ID}{self.writer}"], include=["metadatas"])
+        metadatas = found["metadatas"] or []
+        return int(str(metadatas[0]["sequence"])) if metadatas and metadatas[0] else 0
 
     def delete(
         self,
@@ -629,20 +767,29 @@ class ChromaStore:
     ) -> int:
         """Delete the memories that match every selection given; returns how many were
         deleted. ``where`` is a Chroma filter (this adapter's own extra)."""
-        collection = self._existing(namespace)
-        if collection is None:
-            return 0
         where = _all([dict(c) for c in (where, _selection(ids, conversation_id, session_id)) if c])
-        if ids is not None:
-            found = self.existing_ids(namespace, ids, where=where)
-        elif where is not None:
-            found = collection.get(where=where, include=[])["ids"]  # type: ignore[arg-type]
-        else:
+        if ids is None and where is None:
             msg = "delete needs ids, a conversation id or a session id"
             raise InvalidInputError(msg)
+        what = f"deleting memories from namespace {namespace!r}"
+        with _failing(what):
+            collection = self._existing(namespace)
+            if collection is None:
+                return 0
+            if ids is not None:
+                found = self.existing_ids(namespace, ids, where=where)
+            else:
+                found = collection.get(where=where, include=[])["ids"]  # type: ignore[arg-type]
+            found = [i for i in found if not i.startswith(VERSION_ID)]  # never a version record
         with self._write_lock:
-            for chunk in _chunks(found):
-                collection.delete(ids=chunk)
+            try:
+                for chunk in _chunks(found):
+                    collection.delete(ids=chunk)
+            except Exception as exc:
+                self._unannounced.add(namespace)  # some may be gone: the next write announces
+                with suppress(Exception):
+                    self._bump(namespace)
+                raise StoreError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
             if found or namespace in self._unannounced:
                 self._announce(namespace, f"deleting {len(found)} memories")
         return len(found)
@@ -651,26 +798,28 @@ class ChromaStore:
 
     def count(self, namespace: str) -> int:
         """Number of memories in ``namespace`` (0 for an unknown one, which is not created)."""
-        collection = self._existing(namespace)
-        if collection is None:
-            return 0
-        records = collection.get(where=_VERSION_RECORD, include=[])["ids"]
-        return int(collection.count()) - len(records)
+        with _failing(f"counting the memories of namespace {namespace!r}"):
+            collection = self._existing(namespace)
+            if collection is None:
+                return 0
+            records = collection.get(where=_VERSION_RECORD, include=[])["ids"]
+            return int(collection.count()) - len(records)
 
     def existing_ids(
         self, namespace: str, ids: Sequence[str], *, where: Where | None = None
     ) -> list[str]:
         """The ids among ``ids`` that are stored (and match ``where``); nothing is decoded."""
-        collection = self._existing(namespace)
-        if collection is None:
-            return []
-        found: list[str] = []
-        for chunk in _chunks(ids):  # SQLite caps the number of variables in one statement
-            kwargs: dict[str, Any] = {"ids": chunk, "include": []}
-            if where is not None:
-                kwargs["where"] = where
-            found.extend(collection.get(**kwargs)["ids"])
-        return found
+        with _failing(f"reading ids of namespace {namespace!r}"):
+            collection = self._existing(namespace)
+            if collection is None:
+                return []
+            found: list[str] = []
+            for chunk in _chunks(ids):  # SQLite caps the number of variables in one statement
+                kwargs: dict[str, Any] = {"ids": chunk, "include": []}
+                if where is not None:
+                    kwargs["where"] = where
+                found.extend(collection.get(**kwargs)["ids"])
+            return found
 
     def get(
         self,
@@ -702,6 +851,17 @@ class ChromaStore:
         ids: Sequence[str] | None = None,
         where: Where | None = None,
         vectors: bool = False,
+    ) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
+        with _failing(f"reading the memories of namespace {namespace!r}"):
+            return self._read(namespace, ids=ids, where=where, vectors=vectors)
+
+    def _read(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[str] | None,
+        where: Where | None,
+        vectors: bool,
     ) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
         dim = self.embedder.dimension
         collection = self._existing(namespace)

@@ -173,8 +173,10 @@ def test_a_ready_client_is_used_and_left_open(chroma_server: int) -> None:
 
 def test_ssl_and_headers_go_to_chromas_http_client() -> None:
     import chromadb
+    import httpx
 
     with (
+        mock.patch.object(httpx, "get") as probed,
         mock.patch.object(chromadb, "HttpClient", side_effect=ConnectionError("handshake")) as made,
         pytest.raises(StoreError, match=r"cannot reach the Chroma server at https://db:443"),
     ):
@@ -187,6 +189,8 @@ def test_ssl_and_headers_go_to_chromas_http_client() -> None:
             database="memories",
             embedder=HashEmbedder(),
         )
+    assert probed.call_args.args == ("https://db:443/api/v2/heartbeat",)
+    assert probed.call_args.kwargs["headers"] == {"Authorization": "Bearer t0k3n"}
     kwargs = made.call_args.kwargs
     assert kwargs["ssl"] is True
     assert kwargs["headers"] == {"Authorization": "Bearer t0k3n"}

@@ -122,7 +122,7 @@ def test_a_file_that_misses_stored_memories_is_not_trusted(tmp_path: Path) -> No
         pytest.raises(SystemExit),
     ):
         killed.add_units(units)
-    assert [len(ids) for ids in calls] == [1, 2]  # one memory, then one with the version record
+    assert [len(ids) for ids in calls] == [2, 2]  # each call: a memory and the version record
     for _ in range(2):  # every restart serves all five, also after its own writes and close
         with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as restarted:
             assert len(restarted.snapshots.get("default")) == 5
@@ -132,6 +132,40 @@ def test_a_file_that_misses_stored_memories_is_not_trusted(tmp_path: Path) -> No
             restarted.add_turn("Ana", "I ordered a new kiln.", at=T0 + timedelta(minutes=20))
             restarted.delete(unit_ids=[restarted.recall("new kiln", k=1)[0].unit.id])
     killed.close()
+
+
+def test_a_killed_split_edit_never_leaves_a_file_that_hides_it(tmp_path: Path) -> None:
+    """A re-ingest that edits memories (same ids, same count), killed between the Chroma calls
+    of a split write: the edited memory stored by the first call is served after a restart,
+    every time (the count cannot tell; each call announces itself)."""
+    notes = [_note(f"c{i}", f"Pottery note {i}: the glaze was blue.", i) for i in range(4)]
+    with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as first:
+        first.add_conversations(notes)
+        first.recall("pottery")  # built, and its file written at close
+    edited = [_note(f"c{i}", f"Pottery note {i}: the glaze was green.", i) for i in range(4)]
+    killed = RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter())
+    assert isinstance(killed.store, ChromaStore)
+    collection = killed.store.collection("default")
+    calls: list[list[str]] = []
+
+    def dies_on_second_call(**kwargs: Any) -> None:
+        calls.append(kwargs["ids"])
+        if len(calls) == 2:
+            raise SystemExit("killed")
+        Collection.upsert(collection, **kwargs)
+
+    killed.store._collections["default"] = _Patched(collection, upsert=dies_on_second_call)  # type: ignore[assignment]
+    with (
+        mock.patch("ramem_core.store.chroma.max_write_batch", return_value=3),
+        pytest.raises(SystemExit),
+    ):
+        killed.add_conversations(edited)
+    killed.close()
+    for _ in range(2):
+        with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as restarted:
+            texts = _texts(restarted)
+            assert restarted.count() == 4
+            assert sum("green" in t for t in texts) == 2  # the first call's two edits
 
 
 class _Patched:

@@ -9,7 +9,7 @@ import pytest
 from ramem_core import EpisodicContext, Granularity, Kind, MemoryUnit, TimeSpan
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.snapshot import SessionState
-from ramem_core.live import check_turn, place, placed
+from ramem_core.live import check_turn, place, placed, turn_unit_id
 
 AT = datetime(2024, 3, 1, 10, 0)
 HOUR = timedelta(hours=1)
@@ -49,7 +49,21 @@ def test_placed_units_carry_their_session_and_a_question_no_event() -> None:
     assert ctx.session_span == TimeSpan(where.start, AT, Granularity.INSTANT)
     assert ctx.event_time is None  # asking about August is no event in August
     assert ctx.kind is Kind.QUESTION
-    assert unit.source_ids == (f"live-s2:4-{turn.key}",)
+    assert unit.source_ids[0].startswith("live-s2:4-")
+    assert unit.id == turn_unit_id(turn)
+
+
+def test_a_turn_with_an_idempotency_key_has_the_same_id_wherever_it_is_placed() -> None:
+    """A retry lands in another turn (or session) than the attempt it repeats: its id must
+    not depend on that, or the retry stores it twice."""
+    one = check_turn("user", "Hi", at=AT, conversation_id="c", idempotency_key="msg-1")
+    again = check_turn("user", "Hi", at=AT, conversation_id="c", idempotency_key="msg-1")
+    other = check_turn("user", "Hi", at=AT, conversation_id="d", idempotency_key="msg-1")
+    draft = MemoryUnit("draft", "user: Hi", EpisodicContext("draft", "c", None))
+    [first] = placed([draft], one, place(None, one, gap=HOUR))
+    [second] = placed([draft], again, place(_held(AT), again, gap=HOUR, new_session=True))
+    assert first.context.session_id != second.context.session_id
+    assert first.id == second.id != placed([draft], other, place(None, other, gap=HOUR))[0].id
 
 
 def test_turns_get_keys_of_their_own_and_bad_ones_are_refused() -> None:

@@ -37,6 +37,7 @@ def test_errors_form_one_hierarchy() -> None:
         "ConversationFormatError",
         "InvalidInputError",
         "StoreError",
+        "UncertainWriteError",
         "ModelUnavailableError",
     ):
         assert issubclass(getattr(ramem_core, name), ramem_core.RaMemError)

@@ -222,10 +222,12 @@ def test_a_store_on_a_server_has_no_files_unless_given_a_directory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import chromadb
+    import httpx
 
     monkeypatch.setattr(
         chromadb, "HttpClient", lambda **kw: chromadb.EphemeralClient(kw["settings"])
     )
+    monkeypatch.setattr(httpx, "get", lambda *a, **kw: None)
     store = ChromaStore.http("127.0.0.1", 9, HashEmbedder())
     assert store.snapshot_dir is None
     assert RaMem(store).snapshots.files is None
@@ -391,6 +393,7 @@ def test_a_servers_workers_share_a_snapshot_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import chromadb
+    import httpx
 
     # in-process clients share one state: they stand in for workers of `chroma run`; the
     # state lives while one of them is open, so this one holds it across the workers' closes
@@ -400,6 +403,7 @@ def test_a_servers_workers_share_a_snapshot_directory(
     monkeypatch.setattr(
         chromadb, "HttpClient", lambda **kw: chromadb.EphemeralClient(kw["settings"])
     )
+    monkeypatch.setattr(httpx, "get", lambda *a, **kw: None)  # no server to ask first
     shared = tmp_path / "snapshots"
 
     def worker() -> RaMem:
