@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import shutil
@@ -247,6 +248,65 @@ class InMemoryStore:
     def close(self) -> None:
         """Later use raises :class:`StoreError`."""
         self.closed = True
+
+
+class StallingProxy:
+    """A TCP proxy on 127.0.0.1 in front of ``port`` that can be told to stall: while
+    :attr:`stalled` is set, it accepts connections and bytes and forwards nothing, as a
+    stopped (SIGSTOP) server does. It counts the connections it was opened. A context manager.
+    """
+
+    def __init__(self, port: int) -> None:
+        self.upstream = port
+        self.stalled = threading.Event()
+        self.connections = 0
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._server.getsockname()[1])
+        self._closed = threading.Event()
+        self._sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True, name="stalling-proxy").start()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream))
+            except OSError:
+                client.close()
+                continue
+            self._sockets += [client, upstream]
+            for source, target in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        try:
+            while chunk := source.recv(65536):
+                while self.stalled.is_set() and not self._closed.is_set():
+                    time.sleep(0.01)
+                target.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for end in (source, target):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._server.close()
+        for end in self._sockets:
+            with contextlib.suppress(OSError):
+                end.close()
+
+    def __enter__(self) -> StallingProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def free_port() -> int:

@@ -91,6 +91,7 @@ class Freshness:
         self.cache_bytes = cache_bytes
         self._snapshots: OrderedDict[str, _Cached] = OrderedDict()
         self._written: dict[str, int] = {}  # namespace -> this writer's last sequence there
+        self._forgotten = 0  # counts invalidations: a load that straddles one is not cached
         self._lock = threading.Lock()
         self._file_writers: list[threading.Thread] = []
 
@@ -108,6 +109,7 @@ class Freshness:
         now = time.monotonic()
         writer = self.store.writer
         with self._lock:
+            forgotten = self._forgotten
             cached = self._snapshots.get(namespace)
             if cached is not None:
                 self._snapshots.move_to_end(namespace)
@@ -127,7 +129,10 @@ class Freshness:
                 self._save_in_background(namespace, snap, version)
                 saved = True
         with self._lock:
-            self._remember(namespace, _Cached(now, snap, version, saved))
+            # a delete (or a failed write) since this load began: the load may hold what it
+            # removed, so it serves this read (which began before) but is never cached
+            if self._forgotten == forgotten:
+                self._remember(namespace, _Cached(now, snap, version, saved))
         return snap
 
     def _from_file(self, namespace: str, version: Version) -> Snapshot | None:
@@ -262,6 +267,7 @@ class Freshness:
     def invalidate(self, namespace: str | None = None) -> None:
         """Forget the snapshot of ``namespace`` (of every namespace when ``None``)."""
         with self._lock:
+            self._forgotten += 1
             if namespace is None:
                 self._snapshots.clear()
             else:

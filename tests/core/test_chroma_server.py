@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import time
 import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -12,7 +13,13 @@ from unittest import mock
 import pytest
 
 from ramem_core import ChromaStore, RaMem, StoreError
-from ramem_core.testing import HashEmbedder, WordCounter, free_port, serve_chroma
+from ramem_core.testing import (
+    HashEmbedder,
+    StallingProxy,
+    WordCounter,
+    free_port,
+    serve_chroma,
+)
 from tests.conftest import two_trips
 
 
@@ -206,3 +213,46 @@ def test_a_client_with_a_host_or_server_options_without_a_server_is_refused(
         RaMem.open(tmp_path, tenant="acme", embedder=HashEmbedder())
     with pytest.raises(ValueError, match="must be a Chroma client"):
         RaMem.open(client=object(), embedder=HashEmbedder())
+
+
+@pytest.mark.slow
+def test_a_stalled_server_is_a_store_error_within_the_timeout(chroma_server: int) -> None:
+    """A server that accepts and never answers (SIGSTOP) fails a recall within the timeout,
+    and an open against it fails too: nothing blocks for ever."""
+    with StallingProxy(chroma_server) as proxy:
+        memory = RaMem.open(
+            host="127.0.0.1",
+            port=proxy.port,
+            timeout=1.0,
+            embedder=HashEmbedder(),
+            counter=WordCounter(),
+            namespace="stalled",
+        )
+        memory.add_turn("Ana", "I bought a red bicycle.", at=datetime(2024, 3, 1))
+        memory.snapshots.invalidate()
+        proxy.stalled.set()
+        began = time.monotonic()
+        with pytest.raises(StoreError, match="ReadTimeout"):
+            memory.recall("bicycle")
+        with pytest.raises(StoreError, match="did not answer within 1 s"):
+            RaMem.open(host="127.0.0.1", port=proxy.port, timeout=1.0, embedder=HashEmbedder())
+        assert time.monotonic() - began < 10
+        proxy.stalled.clear()
+        memory.drop()
+        memory.close()
+
+
+@pytest.mark.slow
+def test_close_releases_the_http_clients_connections(chroma_server: int) -> None:
+    from ramem_core.store.chroma import _session
+
+    memory = _client(chroma_server, "hygiene")
+    memory.add_turn("Ana", "I bought a red bicycle.", at=datetime(2024, 3, 1))
+    store = memory.store
+    assert isinstance(store, ChromaStore)
+    session = _session(store.client)
+    assert session is not None
+    assert not session.is_closed
+    memory.drop()
+    memory.close()
+    assert session.is_closed
