@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 from ramem_core.anchoring import RuleAnchorer
 from ramem_core.errors import InvalidInputError, UncertainWriteError
 from ramem_core.frames import RuleFrameInducer
-from ramem_core.index.files import MIN_MEMORIES, SnapshotFiles
+from ramem_core.index.files import DEFAULT_MAX_FILE_BYTES, MIN_MEMORIES, SnapshotFiles
 from ramem_core.index.freshness import DEFAULT_CACHE_BYTES, Freshness
-from ramem_core.index.snapshot import SessionState, Snapshot
+from ramem_core.index.snapshot import DamagedUnitError, SessionState, Snapshot
 from ramem_core.keyed import KeyedMemories
 from ramem_core.live import check_turn, place, placed, turn_unit_id
 from ramem_core.loaders import Format, conversation_from_dict, load_conversations
@@ -99,14 +99,23 @@ def _empty_snapshot() -> Snapshot:
     return Snapshot([], None)
 
 
-def _snapshot_files(store: ChromaStore) -> SnapshotFiles | None:
+def _snapshot_files(
+    store: ChromaStore, key: bytes | str | None = None, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> SnapshotFiles | None:
     """Where a Chroma store's snapshot files are kept: a local directory's own
     ``ramem-snapshots`` (snapshots of :data:`MIN_MEMORIES` or more; a small one rebuilds
     faster than a file loads), a server's given ``snapshot_dir`` (every size: each rebuild is
     a network read), else none."""
     if store.snapshot_dir is None:
         return None
-    return SnapshotFiles(store.snapshot_dir, min_memories=0 if store.remote else MIN_MEMORIES)
+    files = SnapshotFiles(
+        store.snapshot_dir,
+        min_memories=0 if store.remote else MIN_MEMORIES,
+        key=key,
+        max_bytes=max_bytes,
+    )
+    files.clean()  # what killed writers left
+    return files
 
 
 def _check_progress(progress: object) -> None:
@@ -255,6 +264,8 @@ class RaMem:
         client: Any = None,
         snapshot_dir: str | Path | None = None,
         timeout: float | tuple[float, float] | None = None,
+        snapshot_key: bytes | str | None = None,
+        snapshot_max_bytes: int = DEFAULT_MAX_FILE_BYTES,
         embedder: Embedder | None = None,
         **options: Unpack[Options],
     ) -> RaMem:
@@ -267,7 +278,12 @@ class RaMem:
         keyword arguments are :class:`RaMem`'s (:class:`Options`). ``timeout``: a server's
         connect and reply timeout in seconds, one number or a ``(connect, read)`` pair (default
         :data:`~ramem_core.store.chroma.DEFAULT_TIMEOUT`: 5 s to connect, 60 s a reply); a
-        stalled server is then a :class:`StoreError`."""
+        stalled server is then a :class:`StoreError`. ``snapshot_key``: the deployment key
+        that authenticates snapshot files (HMAC-SHA256; default ``$RAMEM_SNAPSHOT_KEY``), for
+        a directory that others than this deployment's workers may write;
+        ``snapshot_max_bytes``: the largest snapshot file loaded
+        (:data:`~ramem_core.index.files.DEFAULT_MAX_FILE_BYTES`, 8 GiB). See the README's
+        deployment section for what RaMem trusts."""
         server_only = {
             "ssl": ssl,
             "headers": headers,
@@ -304,7 +320,12 @@ class RaMem:
             )
         else:
             store = ChromaStore.persistent(path or default_path(), embedder)
-        return cls(store, owns_store=True, **options)
+        try:
+            files = _snapshot_files(store, snapshot_key, snapshot_max_bytes)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, owns_store=True, files=files, **options)
 
     @classmethod
     def ephemeral(cls, *, embedder: Embedder | None = None, **options: Unpack[Options]) -> RaMem:
@@ -579,7 +600,7 @@ class RaMem:
 
     def _live_session(self, namespace: str, conversation_id: str) -> SessionState | None:
         """The conversation's latest session as stored (every reader derives it alike)."""
-        return self._snapshot(namespace).latest_session(conversation_id)
+        return self._reading(namespace, lambda snap: snap.latest_session(conversation_id))
 
     def end_session(self, conversation_id: str = "live", *, namespace: str | None = None) -> None:
         """Close the open live session: the next :meth:`add_turn` starts a new one."""
@@ -670,8 +691,12 @@ class RaMem:
         """
         query = check_query(query)
         moment = check_moment(at, "at") if at is not None else None
-        snap = self._snapshot(namespace)
-        return self.retriever.frame(self.retriever.probe(snap, query), self.inducer, at=moment)
+        return self._reading(
+            namespace,
+            lambda snap: self.retriever.frame(
+                self.retriever.probe(snap, query), self.inducer, at=moment
+            ),
+        )
 
     def recall(
         self,
@@ -704,7 +729,19 @@ class RaMem:
         check_count(k, "k")
         query = check_query(query)
         moment = check_moment(at, "at") if at is not None else None
-        return self.retriever.recall(self._snapshot(namespace), query, self.inducer, k, at=moment)
+        return self._reading(
+            namespace, lambda snap: self.retriever.recall(snap, query, self.inducer, k, at=moment)
+        )
+
+    def _reading(self, namespace: str | None, read: Callable[[Snapshot], R]) -> R:
+        """``read`` of the namespace's snapshot; a snapshot whose units do not decode (a
+        damaged or hostile snapshot file) is refused, its file removed, and ``read`` runs
+        again on a snapshot rebuilt from the store."""
+        try:
+            return read(self._snapshot(namespace))
+        except DamagedUnitError as exc:
+            self.snapshots.refuse(self._ns(namespace), exc)
+            return read(self._snapshot(namespace))
 
     def _snapshot(self, namespace: str | None) -> Snapshot:
         """The namespace's snapshot, or an empty one where nothing was ever stored: a new

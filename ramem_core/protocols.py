@@ -207,6 +207,12 @@ class Store(Protocol):
         """The namespace's write version."""
         ...
 
+    def identity(self, namespace: str) -> str:
+        """What tells this namespace from any other, past or present, of any store (a Chroma
+        collection's id; ``""`` for a namespace that does not exist): a snapshot file is
+        bound to it."""
+        ...
+
     def namespaces(self) -> list[str]:
         """The namespaces that exist, sorted."""
         ...

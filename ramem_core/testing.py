@@ -125,6 +125,7 @@ class InMemoryStore:
         self.closed = False
         self.data = {} if data is None else data  # namespace -> id -> (unit, vector)
         self.versions = {} if versions is None else versions  # namespace -> writer -> number
+        self.identities: dict[str, str] = {}  # namespace -> id, made when it is created
         self._lock = threading.Lock()
 
     def _open(self) -> None:
@@ -150,6 +151,7 @@ class InMemoryStore:
             raise InvalidInputError(msg)
         with self._lock:
             rows = self.data.setdefault(namespace, {})
+            self.identities.setdefault(namespace, uuid.uuid4().hex)
             new = sum(u.id not in rows for u in units)
             for unit, vector in zip(units, vectors, strict=True):
                 rows[unit.id] = (unit, np.asarray(vector, dtype=np.float32))
@@ -228,6 +230,11 @@ class InMemoryStore:
         with self._lock:
             return frozenset(self.versions.get(namespace, {}).items())
 
+    def identity(self, namespace: str) -> str:
+        """The namespace's id, made when it was created (``""`` for none)."""
+        self._open()
+        return self.identities.get(namespace, "") if namespace in self.data else ""
+
     def namespaces(self) -> list[str]:
         """The namespaces that exist."""
         self._open()
@@ -243,6 +250,7 @@ class InMemoryStore:
         self._open()
         with self._lock:
             if self.data.pop(namespace, None) is not None:
+                self.identities.pop(namespace, None)
                 self._bump(namespace)
 
     def close(self) -> None:

@@ -26,11 +26,15 @@ and the snapshot is rebuilt from the store.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import itertools
 import json
 import logging
 import os
+import stat
 import tempfile
+import time
+import zipfile
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from enum import Enum
@@ -39,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ramem_core.errors import InvalidInputError
 from ramem_core.index.bm25 import FrozenDocs, LexicalIndex
 from ramem_core.index.columns import MemoryColumns
 from ramem_core.index.episodic import EpisodicIndex, EpisodicKeys
@@ -47,17 +52,35 @@ from ramem_core.types import Granularity, TimeSpan, Version
 
 log = logging.getLogger(__name__)
 
-FORMAT = 7
+FORMAT = 8
 """Raised whenever what a file holds changes shape; older files are then ignored (and the
 snapshot rebuilt from the store). 6: per-memory facts as named columns
 (:class:`~ramem_core.index.columns.MemoryColumns`), per-session turn counts and speakers,
-open session documents. 7: what statements state, when said, their turn, as columns."""
+open session documents. 7: what statements state, when said, their turn, as columns.
+8: the header binds the store's identity of the namespace and a digest (and HMAC)."""
 
 MIN_MEMORIES = 2_000
 """In a local directory, snapshots of at least this many memories are written when built from
 Chroma (smaller ones rebuild from the local database in well under a second, so their files
 would only cost disk). A Chroma server's snapshot directory keeps every snapshot: each
 rebuild there is a read over the network."""
+
+
+DEFAULT_MAX_FILE_BYTES = 8 << 30
+"""The largest snapshot file loaded (8 GiB, about 1.4 million memories at ~5.7 KB each,
+``results/snapshot_bytes.json``); a larger one is refused. Files hold only uncompressed
+members, so what a file decompresses to is never more than its own size."""
+KEY_VARIABLE = "RAMEM_SNAPSHOT_KEY"
+"""The environment variable holding the deployment key of a shared snapshot directory (when
+no ``snapshot_key`` is passed): with a key, a file is loaded only if its HMAC-SHA256, made
+with the same key, matches."""
+STALE_TEMPORARY_SECONDS = 600
+"""A ``.tmp`` file older than this in a snapshot directory is the remains of a killed writer
+(a file is written in well under a minute) and is removed when a memory opens the directory."""
+
+
+class RefusedFileError(ValueError):
+    """A snapshot file that must not be used (the message says why)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,39 +93,156 @@ class Signature:
 
 
 class SnapshotFiles:
-    """The snapshot files of one memory directory (one file per namespace)."""
+    """The snapshot files of one memory directory (one file per namespace).
 
-    def __init__(self, directory: str | Path, min_memories: int = MIN_MEMORIES) -> None:
+    A file is untrusted input (the directory may be shared by workers on several hosts): it is
+    opened only if it is a regular file of at most ``max_bytes`` with uncompressed members; it
+    is bound to its namespace, the store's identity of that namespace (its Chroma
+    collection) and the write version it holds; its contents must match the digest in its
+    header; and with a ``key`` (or :data:`KEY_VARIABLE` set) the header must carry an HMAC
+    made with that key. Anything else is refused with a logged reason, and the snapshot is
+    rebuilt from the store.
+
+    Args:
+        directory: where the files are.
+        min_memories: smaller snapshots are not written.
+        key: the deployment key of a shared directory (bytes or text); default the value of
+            :data:`KEY_VARIABLE`, else none (then anyone who can write the directory can make
+            workers serve what they wrote: see the README's deployment section).
+        max_bytes: the largest file loaded (:data:`DEFAULT_MAX_FILE_BYTES`).
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        min_memories: int = MIN_MEMORIES,
+        *,
+        key: bytes | str | None = None,
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
+        if not isinstance(directory, str | os.PathLike) or not str(directory):
+            msg = f"a snapshot directory must be a non-empty path, got {directory!r}"
+            raise InvalidInputError(msg)
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            msg = f"max_bytes must be a positive integer, got {max_bytes!r}"
+            raise InvalidInputError(msg)
+        if key is None:
+            key = os.environ.get(KEY_VARIABLE) or None
+        if key is not None and (not isinstance(key, bytes | str) or not key):
+            msg = "the snapshot key must be non-empty bytes or text"
+            raise InvalidInputError(msg)
         self.directory = Path(directory)
         self.min_memories = min_memories  # smaller snapshots are not written
+        self.max_bytes = max_bytes
+        self._key = key.encode("utf-8") if isinstance(key, str) else key
+
+    @property
+    def keyed(self) -> bool:
+        """True when files are authenticated with a deployment key."""
+        return self._key is not None
+
+    def clean(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
+        """Remove the ``.tmp`` files killed writers left (older than ``older_than`` seconds:
+        a younger one may be another worker's file being written); returns how many."""
+        removed = 0
+        try:
+            entries = list(self.directory.glob("*.tmp"))
+        except OSError:
+            return 0
+        for entry in entries:
+            try:
+                if time.time() - entry.lstat().st_mtime > older_than:
+                    entry.unlink()
+                    removed += 1
+            except OSError:
+                continue
+        return removed
 
     def path(self, namespace: str) -> Path:
         digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:32]
         return self.directory / f"{digest}.snapshot"
 
-    def load(self, namespace: str, version: Version, signature: Signature) -> Snapshot | None:
+    def load(
+        self, namespace: str, version: Version, signature: Signature, identity: str = ""
+    ) -> Snapshot | None:
         """The namespace's snapshot at ``version``, or ``None`` when no usable file holds it
         (a file that cannot be used is logged with the reason)."""
+        loaded = self.load_sized(namespace, version, signature, identity)
+        return None if loaded is None else loaded[0]
+
+    def load_sized(
+        self, namespace: str, version: Version, signature: Signature, identity: str = ""
+    ) -> tuple[Snapshot, int] | None:
+        """:meth:`load`, with the bytes the loaded snapshot holds on to (its file's data)."""
         path = self.path(namespace)
         try:
-            with path.open("rb") as file, np.load(file, allow_pickle=False) as data:
-                header = json.loads(bytes(data["header"]))
-                if header != _header(namespace, version, signature):
-                    return None  # another version or other settings: expected, not logged
-                tree = json.loads(bytes(data["tree"]))
-                arrays = unpack(tree["arrays"], data["data"])
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:  # a symbolic link (ELOOP), no permission, ...
+            log.warning("refusing the snapshot file %s, rebuilding: %s", path, exc)
+            return None
+        try:
+            with os.fdopen(fd, "rb") as file:
+                size = self._check_file(file)
+                with np.load(file, allow_pickle=False) as data:
+                    header = json.loads(bytes(data["header"]))
+                    expected = _header(namespace, version, signature, identity)
+                    if not isinstance(header, dict):
+                        raise RefusedFileError("its header is not an object")
+                    for bound in ("namespace", "store"):  # never expected: a copied file
+                        if header.get(bound) != expected[bound]:
+                            raise RefusedFileError(f"it is bound to another {bound}")
+                    if any(header.get(k) != v for k, v in expected.items()):
+                        return None  # another version or settings: expected, not logged
+                    tree_bytes = bytes(data["tree"])
+                    raw = data["data"]
+                    self._check_digest(header, tree_bytes, raw)
+                    tree = json.loads(tree_bytes)
+                    arrays = unpack(tree["arrays"], raw)
             snap = _Decoder(arrays).decode(tree["root"])
             if not isinstance(snap, Snapshot):
                 raise TypeError(f"the file holds a {type(snap).__name__}, not a snapshot")
             check(snap, signature.dimension)
-        except FileNotFoundError:
-            return None
         except Exception as exc:  # a damaged or hostile file is a cache miss, never an error
             log.warning("refusing the snapshot file %s, rebuilding: %s", path, exc)
             return None
-        return snap
+        return snap, size
 
-    def save(self, namespace: str, snap: Snapshot, version: Version, signature: Signature) -> bool:
+    def _check_file(self, file: Any) -> int:
+        """The size of an open file that may be read: a regular file within ``max_bytes``
+        whose members are stored uncompressed (a small file cannot inflate)."""
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise RefusedFileError("not a regular file")
+        if info.st_size > self.max_bytes:
+            raise RefusedFileError(f"{info.st_size} bytes, more than the {self.max_bytes} allowed")
+        with zipfile.ZipFile(file) as archive:
+            for member in archive.infolist():
+                if member.compress_type != zipfile.ZIP_STORED or (
+                    member.file_size != member.compress_size
+                ):
+                    raise RefusedFileError(f"member {member.filename!r} is compressed")
+        file.seek(0)
+        return int(info.st_size)
+
+    def _check_digest(self, header: dict[str, Any], tree: bytes, data: np.ndarray) -> None:
+        digest = _digest(tree, data)
+        if not hmac.compare_digest(str(header.get("digest", "")), digest):
+            raise RefusedFileError("its contents do not match the digest in its header")
+        if self._key is not None:
+            mac = _mac(self._key, header)
+            if not hmac.compare_digest(str(header.get("mac", "")), mac):
+                raise RefusedFileError("its HMAC does not match this deployment's key")
+
+    def save(
+        self,
+        namespace: str,
+        snap: Snapshot,
+        version: Version,
+        signature: Signature,
+        identity: str = "",
+    ) -> bool:
         """Write the snapshot (whole, then renamed into place); False when it cannot be."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -114,13 +254,13 @@ class SnapshotFiles:
             encoder = _Encoder()
             tree = encoder.encode(snap)
             table, data = pack(encoder.arrays)
+            tree_array = _bytes({"arrays": table, "root": tree})
+            header = _header(namespace, version, signature, identity)
+            header["digest"] = _digest(tree_array.tobytes(), data)
+            if self._key is not None:
+                header["mac"] = _mac(self._key, header)
             with os.fdopen(fd, "wb") as file:
-                np.savez(
-                    file,
-                    header=_bytes(_header(namespace, version, signature)),
-                    tree=_bytes({"arrays": table, "root": tree}),
-                    data=data,
-                )
+                np.savez(file, header=_bytes(header), tree=tree_array, data=data)
             os.replace(tmp, self.path(namespace))
             return True
         except Exception as exc:  # a full disk must not fail the recall that built it
@@ -133,12 +273,27 @@ class SnapshotFiles:
         self.path(namespace).unlink(missing_ok=True)
 
 
-def _header(namespace: str, version: Version, signature: Signature) -> dict[str, Any]:
+def _header(
+    namespace: str, version: Version, signature: Signature, identity: str
+) -> dict[str, Any]:
     return {
         "namespace": namespace,
+        "store": identity,
         "version": [list(v) for v in sorted(version)],
         "signature": asdict(signature),
     }
+
+
+def _digest(tree: bytes, data: np.ndarray) -> str:
+    digest = hashlib.sha256(tree)
+    digest.update(np.ascontiguousarray(data).view(np.uint8).data)
+    return digest.hexdigest()
+
+
+def _mac(key: bytes, header: dict[str, Any]) -> str:
+    """The HMAC-SHA256 of everything in ``header`` but the MAC (which covers the digest)."""
+    signed = json.dumps({k: v for k, v in header.items() if k != "mac"}, sort_keys=True)
+    return hmac.new(key, signed.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def _bytes(tree: Any) -> np.ndarray:

@@ -45,6 +45,11 @@ class _Cached:
     snap: Snapshot
     version: Version  # the store's version whose every write the snapshot holds
     saved: bool = False  # a snapshot file holds (or is being written with) this snapshot
+    held: int = 0  # bytes it holds beyond its estimate (a loaded file's data)
+
+    @property
+    def nbytes(self) -> int:
+        return max(self.snap.nbytes, self.held)
 
 
 def _own(version: Version, writer: str) -> int:
@@ -121,26 +126,39 @@ class Freshness:
             with self._lock:
                 cached.checked = now
             return cached.snap
-        snap, saved = self._from_file(namespace, version), True
-        if snap is None:
+        loaded = self._from_file(namespace, version)
+        if loaded is not None:
+            entry = _Cached(now, loaded[0], version, saved=True, held=loaded[1])
+        else:
             units, vectors = self.store.load(namespace)
-            snap, saved = Snapshot(units, vectors, self.keys), False
-            if self.files is not None and len(snap) >= self.files.min_memories:
-                self._save_in_background(namespace, snap, version)
-                saved = True
+            entry = _Cached(now, Snapshot(units, vectors, self.keys), version)
+            if self.files is not None and len(entry.snap) >= self.files.min_memories:
+                self._save_in_background(namespace, entry.snap, version)
+                entry.saved = True
         with self._lock:
             # a delete (or a failed write) since this load began: the load may hold what it
             # removed, so it serves this read (which began before) but is never cached
             if self._forgotten == forgotten:
-                self._remember(namespace, _Cached(now, snap, version, saved))
-        return snap
+                self._remember(namespace, entry)
+        return entry.snap
 
-    def _from_file(self, namespace: str, version: Version) -> Snapshot | None:
+    def refuse(self, namespace: str, reason: object) -> None:
+        """Forget a snapshot found damaged while it was read (a unit of a snapshot file that
+        does not decode) and remove its file: the next read rebuilds from the store."""
+        log.warning("refusing the snapshot of %r, rebuilding from the store: %s", namespace, reason)
+        self.invalidate(namespace)
+        if self.files is not None:
+            self.files.remove(namespace)
+
+    def _from_file(self, namespace: str, version: Version) -> tuple[Snapshot, int] | None:
         if self.files is None:
             return None
-        snap = self.files.load(namespace, version, self._signature())
-        if snap is None:
+        loaded = self.files.load_sized(
+            namespace, version, self._signature(), self.store.identity(namespace)
+        )
+        if loaded is None:
             return None
+        snap = loaded[0]
         stored = self.store.count(namespace)
         if len(snap) != stored:
             # a writer killed between the batches of a split write: memories no version
@@ -152,7 +170,7 @@ class Freshness:
                 stored,
             )
             return None
-        return snap
+        return loaded
 
     def _remember(self, namespace: str, entry: _Cached) -> None:
         """Cache ``entry`` unless a newer snapshot is held; drop the least recently used
@@ -166,16 +184,16 @@ class Freshness:
                 return
         self._snapshots[namespace] = entry
         self._snapshots.move_to_end(namespace)
-        held_bytes = sum(c.snap.nbytes for c in self._snapshots.values())
+        held_bytes = sum(c.nbytes for c in self._snapshots.values())
         while held_bytes > self.cache_bytes and len(self._snapshots) > 1:
             _, dropped = self._snapshots.popitem(last=False)
-            held_bytes -= dropped.snap.nbytes
+            held_bytes -= dropped.nbytes
 
     @property
     def nbytes(self) -> int:
         """The memory the held snapshots take (:attr:`Snapshot.nbytes`)."""
         with self._lock:
-            return sum(c.snap.nbytes for c in self._snapshots.values())
+            return sum(c.nbytes for c in self._snapshots.values())
 
     # ------------------------------------------------------------------ writes
 
@@ -237,7 +255,7 @@ class Freshness:
                 self.keys,
             )
         with self._lock:
-            self._remember(namespace, _Cached(cached.checked, evolved, version))
+            self._remember(namespace, _Cached(cached.checked, evolved, version, held=cached.held))
 
     def delete(
         self,
@@ -283,7 +301,7 @@ class Freshness:
         assert self.files is not None
         writer = threading.Thread(
             target=self.files.save,
-            args=(namespace, snap, version, self._signature()),
+            args=(namespace, snap, version, self._signature(), self.store.identity(namespace)),
             name=f"ramem-snapshot-file-{namespace}",
         )
         writer.start()
@@ -304,7 +322,8 @@ class Freshness:
             pending = [(ns, c) for ns, c in self._snapshots.items() if not c.saved and len(c.snap)]
         written = 0
         for namespace, cached in pending:
-            if self.files.save(namespace, cached.snap, cached.version, self._signature()):
+            identity = self.store.identity(namespace)
+            if self.files.save(namespace, cached.snap, cached.version, self._signature(), identity):
                 cached.saved = True
                 written += 1
         return written

@@ -80,6 +80,11 @@ def _respanned(unit: MemoryUnit, spans: Mapping[SessionKey, TimeSpan]) -> Memory
     return replace(unit, context=replace(unit.context, session_span=span))
 
 
+class DamagedUnitError(ValueError):
+    """A stored unit that does not decode (only a snapshot file's can: what a snapshot built
+    from the store holds was encoded from units). Its snapshot must be rebuilt."""
+
+
 class StoredUnits(Sequence[MemoryUnit]):
     """Memory units kept as their stored columns (id, content, metadata) and decoded on first
     access: a snapshot loaded from a file needs only the few units a recall returns.
@@ -152,8 +157,15 @@ class StoredUnits(Sequence[MemoryUnit]):
             return self._extra[row - n]
         unit = self._set.get(row) or self._decoded.get(row)
         if unit is None:
-            meta = json.loads(self._metadata[row])
-            unit = self._decoded[row] = from_record(self._ids[row], self._contents[row], meta)
+            try:
+                meta = json.loads(self._metadata[row])
+                if not isinstance(meta, dict):
+                    raise TypeError(f"metadata is a {type(meta).__name__}, not an object")
+                unit = from_record(self._ids[row], self._contents[row], meta)
+            except Exception as exc:
+                msg = f"stored unit {row} does not decode: {type(exc).__name__}: {exc}"
+                raise DamagedUnitError(msg) from exc
+            self._decoded[row] = unit
         return unit
 
     @overload

@@ -455,6 +455,11 @@ class ChromaStore:
         if not callable(getattr(client, "get_or_create_collection", None)):
             msg = f"client must be a Chroma client (chromadb.HttpClient, ...), got {client!r}"
             raise InvalidInputError(msg)
+        if snapshot_dir is not None and (
+            not isinstance(snapshot_dir, str | os.PathLike) or not str(snapshot_dir)
+        ):
+            msg = f"snapshot_dir must be a directory's path, got {snapshot_dir!r}"
+            raise InvalidInputError(msg)
         directory = Path(snapshot_dir) if snapshot_dir is not None else None
         store = cls(client, embedder, owns_client=owns_client, snapshot_dir=directory)
         settings = getattr(client, "get_settings", lambda: None)()
@@ -559,6 +564,13 @@ class ChromaStore:
                 for m in result["metadatas"] or []
                 if m is not None
             )
+
+    def identity(self, namespace: str) -> str:
+        """The id of the namespace's Chroma collection (``""`` for none): a collection made
+        again after a drop, or another tenant's, has another."""
+        with _failing(f"opening namespace {namespace!r}"):
+            collection = self._existing(namespace)
+        return "" if collection is None else str(collection.id)
 
     def _version_record(self, namespace: str, sequence: int) -> tuple[str, dict[str, Any]]:
         """This writer's version record of ``namespace`` at ``sequence``: id and metadata

@@ -275,22 +275,42 @@ class _Exploit:
         return (os.system, (f"touch {self.marker}",))
 
 
-def _rewritten(path: Path, change: object) -> None:
+def _rewritten(
+    path: Path,
+    change: object = None,
+    *,
+    header_change: object = None,
+    digest: bool = True,
+    target: Path | None = None,
+) -> None:
     """The snapshot file at ``path`` with its tree and arrays changed by
-    ``change(tree, arrays)``, written back in the same format."""
+    ``change(tree, arrays)`` and its header by ``header_change(header)``, written back (to
+    ``target`` if given) in the same format, with the digest made again (as anyone who can
+    write the directory can) unless ``digest`` is false."""
     import io
     import json
 
-    from ramem_core.index.files import pack, unpack
+    from ramem_core.index.files import _digest, pack, unpack
 
     with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as data:
-        header, whole, blob = data["header"], json.loads(bytes(data["tree"])), data["data"]
+        header = json.loads(bytes(data["header"]))
+        whole, blob = json.loads(bytes(data["tree"])), data["data"]
     arrays = {k: np.array(v) for k, v in unpack(whole["arrays"], blob).items()}
-    change(whole["root"], arrays)  # type: ignore[operator]
+    if change is not None:
+        change(whole["root"], arrays)  # type: ignore[operator]
+    if header_change is not None:
+        header_change(header)  # type: ignore[operator]
     table, blob = pack([arrays[f"a{i}"] for i in range(len(arrays))])
-    tree = np.frombuffer(json.dumps({"arrays": table, "root": whole["root"]}).encode(), np.uint8)
-    with path.open("wb") as file:
-        np.savez(file, header=header, tree=tree, data=blob)
+    text = json.dumps({"arrays": table, "root": whole["root"]}).encode()
+    if digest:
+        header["digest"] = _digest(text, blob)
+    with (target or path).open("wb") as file:
+        np.savez(
+            file,
+            header=np.frombuffer(json.dumps(header).encode(), np.uint8),
+            tree=np.frombuffer(text, np.uint8),
+            data=blob,
+        )
 
 
 def _vectors_index(tree: dict[str, object]) -> int:
@@ -488,3 +508,195 @@ def test_a_declared_column_travels_every_path(monkeypatch: pytest.MonkeyPatch) -
     broken.columns._arrays["turn_twice"] = broken.columns["turn_twice"][:-1]
     with pytest.raises(ValueError, match="column turn_twice"):
         broken.validate(embedder.dimension)
+
+
+# ------------------------------------------------------------------ untrusted shared files
+
+
+def _two_tenants(path: Path, **kwargs: object) -> dict[str, list[list[tuple[str, bool]]]]:
+    """Alice's and Bob's memories in one directory, written by one writer (so their write
+    versions are identical), each with a snapshot file; their answers."""
+    from tests.conftest import two_trips as trips
+
+    answers = {}
+    with _open(path, **kwargs) as memory:
+        for tenant in ("alice", "bob"):
+            conversation = trips()
+            if tenant == "bob":
+                from dataclasses import replace
+
+                conversation = replace(conversation, id="bob-trips")
+            memory.add_conversation(conversation, namespace=tenant)
+            answers[tenant] = [
+                [(e.unit.id, e.contextual) for e in memory.recall(q, k=5, namespace=tenant)]
+                for q in QUERIES
+            ]
+        assert memory.store.version("alice") == memory.store.version("bob")
+    return answers
+
+
+def _tenant_answers(memory: RaMem, tenant: str) -> list[list[tuple[str, bool]]]:
+    return [
+        [(e.unit.id, e.contextual) for e in memory.recall(q, k=5, namespace=tenant)]
+        for q in QUERIES
+    ]
+
+
+def test_another_tenants_file_with_its_namespace_rewritten_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = _two_tenants(tmp_path)
+    files = SnapshotFiles(tmp_path / "ramem-snapshots")
+
+    def to_alice(header: dict[str, Any]) -> None:
+        header["namespace"] = "alice"
+
+    _rewritten(files.path("bob"), header_change=to_alice, target=files.path("alice"))
+    with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
+        assert _tenant_answers(memory, "alice") == before["alice"]  # alice's own, rebuilt
+    assert "bound to another store" in caplog.text
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_replaced_contents_are_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, keyed: bool
+) -> None:
+    """A file whose contents were replaced: refused by its digest; with a deployment key,
+    also when whoever replaced them made the digest again."""
+    key = {"snapshot_key": "deployment secret"} if keyed else {}
+    with _open(tmp_path, **key) as memory:
+        memory.add_conversation(two_trips())
+        before = _answers(memory)
+    path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
+
+    def swap_vectors(tree: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        name = f"a{_vectors_index(tree)}"
+        arrays[name] = arrays[name][::-1].copy()  # every memory takes another's vector
+
+    _rewritten(path, swap_vectors, digest=keyed)  # without a key: the digest is stale
+    with caplog.at_level(logging.WARNING), _open(tmp_path, **key) as memory:
+        assert _answers(memory) == before
+    reason = "HMAC does not match" if keyed else "do not match the digest"
+    assert reason in caplog.text
+
+
+def test_a_keyed_directory_loads_its_own_files_and_refuses_unkeyed_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _open(tmp_path) as memory:  # written without a key
+        memory.add_conversation(two_trips())
+        before = _answers(memory)
+    monkeypatch.setenv("RAMEM_SNAPSHOT_KEY", "deployment secret")
+    with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
+        assert _answers(memory) == before  # refused, rebuilt, written again with the key
+    assert "HMAC does not match" in caplog.text
+    with _open(tmp_path) as memory:
+        _no_chroma_load(memory, monkeypatch)
+        assert _answers(memory) == before
+
+
+def test_garbage_unit_metadata_is_refused_and_rebuilt_at_first_use(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        before = _answers(memory)
+    path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
+
+    def garbage(tree: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        units = tree["s"]["m"]["units"]["s"]["t"]  # ids, contents, metadata JSON
+        metadata = units[2]
+        if "x" in metadata:  # stored as text plus offsets
+            rows = len(arrays[f"a{metadata['o']}"]) - 1
+            units[2] = {"l": ["{not json" if i % 2 else '{"a": 1}' for i in range(rows)]}
+        else:
+            units[2] = {"l": ["{not json" for _ in metadata["l"]]}
+
+    _rewritten(path, garbage)
+    with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
+        assert _answers(memory) == before  # no KeyError, no JSONDecodeError: rebuilt
+    assert "does not decode" in caplog.text
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "too large", "inflating"])
+def test_only_regular_files_within_the_size_limits_are_opened(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    import os
+    import threading
+    import zipfile
+
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        before = _answers(memory)
+    path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
+    limit: dict[str, Any] = {}
+    if kind == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+    elif kind == "symlink":
+        real = path.with_suffix(".real")
+        path.rename(real)
+        path.symlink_to(real)
+    elif kind == "too large":
+        limit = {"snapshot_max_bytes": path.stat().st_size - 1}
+    else:  # a small file whose data inflates to far more (a zip bomb)
+        with np.load(path, allow_pickle=False) as data:
+            header, tree, blob = data["header"], data["tree"], data["data"]
+        padded = np.concatenate([blob, np.zeros(64 << 20, np.uint8)])
+        with path.open("wb") as file:
+            np.savez_compressed(file, header=header, tree=tree, data=padded)
+        assert path.stat().st_size < 1 << 20
+        with zipfile.ZipFile(path) as archive:
+            assert sum(m.file_size for m in archive.infolist()) > 64 << 20
+    answers: list[Any] = []
+    with caplog.at_level(logging.WARNING), _open(tmp_path, **limit) as memory:
+        reader = threading.Thread(target=lambda: answers.append(_answers(memory)), daemon=True)
+        reader.start()
+        reader.join(timeout=30)
+        assert answers == [before]  # promptly, from the store
+    reason = {
+        "fifo": "not a regular file",
+        "symlink": "Too many levels of symbolic links",
+        "too large": "allowed",
+        "inflating": "is compressed",
+    }[kind]
+    assert f"refusing the snapshot file {path}" in caplog.text
+    assert reason in caplog.text
+
+
+def test_the_cache_counts_what_a_loaded_file_holds(tmp_path: Path) -> None:
+    """A file's data stays in memory while any array of it is used: a file of six memories
+    carrying 32 MB more is counted as 32 MB, not as six memories."""
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        memory.recall("sardines")  # its file is written at close
+    path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
+
+    def ballast(tree: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        arrays[f"a{len(arrays)}"] = np.ones(32 << 20, np.uint8)
+
+    _rewritten(path, ballast)
+    with _open(tmp_path) as memory:
+        memory.recall("sardines")
+        [held] = memory.snapshots._snapshots.values()
+        assert held.snap.nbytes < 1 << 20  # the estimate
+        assert memory.snapshots.nbytes >= 32 << 20
+
+
+def test_litter_of_killed_file_writers_is_cleaned_at_open(tmp_path: Path) -> None:
+    import os
+    import time
+
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+    directory = tmp_path / "ramem-snapshots"
+    directory.mkdir(exist_ok=True)
+    old, young = directory / "a.tmp", directory / "b.tmp"
+    old.write_bytes(b"")
+    young.write_bytes(b"")
+    hour_ago = time.time() - 3600
+    os.utime(old, (hour_ago, hour_ago))
+    with _open(tmp_path):
+        assert not old.exists()
+        assert young.exists()  # perhaps another worker's file being written
