@@ -40,7 +40,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 from ramem_core import InvalidInputError, RaMem
 from ramem_core.keyed import keyed_id
 from ramem_core.types import MemoryUnit, utc_now
-from ramem_core.validation import MAX_QUERY_CHARS, check_name
+from ramem_core.validation import EARLIEST, LATEST, MAX_QUERY_CHARS, check_name
 
 PREFIX = "lg"
 """RaMem namespaces of a :class:`RaMemStore` start with ``lg.``."""
@@ -119,7 +119,10 @@ def _as_time(value: Any) -> datetime | None:
     else:
         return None
     if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        try:
+            moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        except OverflowError:  # 0001-01-01T00:00+05:00 is before the first UTC day
+            return None
     return moment
 
 
@@ -148,10 +151,19 @@ def _ordered(item: Any, operator: str, operand: Any) -> bool:
     return bool(left <= right)
 
 
-def check_filter(flt: Any, where: str = "filter") -> None:
+MAX_FILTER_DEPTH = 32
+"""How deeply a search filter may nest (``$and`` in ``$and``, or a field's sub-fields):
+deeper ones are refused rather than exhausting Python's stack."""
+
+
+def check_filter(flt: Any, where: str = "filter", depth: int = 0) -> None:
     """Raise :class:`InvalidInputError` naming what is wrong with a search filter: it must be a
-    dict; ``$and``/``$or`` take lists of filters; operators are :data:`_OPERATORS`, and the
-    ordering ones take a number or an ISO date/datetime."""
+    dict nested at most :data:`MAX_FILTER_DEPTH` deep; ``$and``/``$or`` take lists of filters;
+    operators are :data:`_OPERATORS`, and the ordering ones take a number or an ISO
+    date/datetime (within years 1-9999 in UTC)."""
+    if depth > MAX_FILTER_DEPTH:
+        msg = f"the filter nests deeper than {MAX_FILTER_DEPTH} levels"
+        raise InvalidInputError(msg)
     if not isinstance(flt, Mapping):
         msg = f"{where} must be a dict, got {type(flt).__name__}"
         raise InvalidInputError(msg)
@@ -164,7 +176,7 @@ def check_filter(flt: Any, where: str = "filter") -> None:
                 msg = f"{where}[{key!r}] must be a non-empty list of filters"
                 raise InvalidInputError(msg)
             for i, part in enumerate(condition):
-                check_filter(part, f"{where}[{key!r}][{i}]")
+                check_filter(part, f"{where}[{key!r}][{i}]", depth + 1)
         elif key.startswith("$"):
             msg = f"unknown filter operator {key!r} in {where}: use $and or $or at this level"
             raise InvalidInputError(msg)
@@ -182,12 +194,32 @@ def check_filter(flt: Any, where: str = "filter") -> None:
                     continue
                 if _number(operand) is None and _as_time(operand) is None:
                     msg = (
-                        f"{op} for {key!r} in {where} needs a number or an ISO date/datetime,"
-                        f" got {operand!r}"
+                        f"{op} for {key!r} in {where} needs a number or an ISO date/datetime"
+                        f" (years 1-9999 in UTC), got {operand!r}"
                     )
                     raise InvalidInputError(msg)
         elif isinstance(condition, Mapping):
-            check_filter(condition, f"{where}[{key!r}]")
+            check_filter(condition, f"{where}[{key!r}]", depth + 1)
+        elif isinstance(condition, list | tuple) and _depth(condition) > MAX_FILTER_DEPTH - depth:
+            msg = f"the filter nests deeper than {MAX_FILTER_DEPTH} levels"
+            raise InvalidInputError(msg)
+
+
+def _depth(value: Any, limit: int = MAX_FILTER_DEPTH + 1) -> int:
+    """How deeply lists and dicts nest in ``value`` (counting stops past ``limit``)."""
+    deepest, level, layer = 0, 0, [value]
+    while layer and level <= limit:
+        children = []
+        for node in layer:
+            if isinstance(node, Mapping):
+                children += list(node.values())
+            elif isinstance(node, list | tuple):
+                children += list(node)
+        if children:
+            level += 1
+            deepest = level
+        layer = children
+    return deepest
 
 
 def matches(value: Any, flt: Mapping[str, Any]) -> bool:
@@ -273,7 +305,9 @@ class RaMemStore(BaseStore):
         fields: where a value's indexed text is (dotted paths, as LangGraph's
             ``IndexConfig.fields``); default :data:`DEFAULT_FIELDS`, else the value's JSON.
         time_field: a value key holding the item's own ISO time (session time), used instead
-            of the write time when present and parseable.
+            of the write time when present, parseable and within RaMem's years
+            (:data:`~ramem_core.validation.EARLIEST`-:data:`~ramem_core.validation.LATEST`);
+            the value itself is stored as given either way.
         clock: the write time (naive UTC).
 
     Differences from LangGraph's ``InMemoryStore`` (the reference): ``created_at`` is kept
@@ -347,7 +381,14 @@ class RaMemStore(BaseStore):
 
     def drop_namespace(self, namespace: tuple[str, ...]) -> int:
         """Delete every item whose namespace starts with ``namespace`` (whole labels);
-        returns how many items went."""
+        returns how many items went. The empty prefix, which would delete every tenant's
+        items, is refused: drop each namespace by name."""
+        if isinstance(namespace, str) or not isinstance(namespace, tuple | list):
+            msg = f"namespace must be a tuple of labels, got {type(namespace).__name__}"
+            raise InvalidNamespaceError(msg)
+        if not namespace:
+            msg = "drop_namespace(()) would delete every tenant's items: name a namespace prefix"
+            raise InvalidNamespaceError(msg)
         validate_op_namespace(SearchOp(tuple(namespace)))
         gone = 0
         for name in self._tenant_names(tuple(namespace)):
@@ -387,6 +428,9 @@ class RaMemStore(BaseStore):
                 except (TypeError, ValueError) as exc:
                     msg = f"the value of {op.key!r} is not JSON: {exc}"
                     raise InvalidInputError(msg) from exc
+                except RecursionError:
+                    msg = f"the value of {op.key!r} nests too deeply to be stored as JSON"
+                    raise InvalidInputError(msg) from None
         if isinstance(op, SearchOp):
             if op.filter is not None:
                 check_filter(op.filter)
@@ -398,6 +442,14 @@ class RaMemStore(BaseStore):
             if op.query is not None and not isinstance(op.query, str):
                 msg = f"a search query must be a string, got {type(op.query).__name__}"
                 raise InvalidInputError(msg)
+        if isinstance(op, ListNamespacesOp):
+            for name in ("limit", "offset", "max_depth"):
+                value = getattr(op, name)
+                if value is None and name == "max_depth":
+                    continue
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    msg = f"list_namespaces {name} must be a non-negative integer, got {value!r}"
+                    raise InvalidInputError(msg)
 
     # ------------------------------------------------------------------ reads
 
@@ -539,6 +591,8 @@ class RaMemStore(BaseStore):
             "index": indexed,
         }
         said = _as_time(value.get(self.time_field)) if self.time_field else None
+        if said is not None and not EARLIEST <= said <= LATEST:
+            said = None  # a date RaMem does not place in time (1800): the item is kept as is
         self.memory.put(
             composite,
             self._text(value, op.index),

@@ -210,6 +210,8 @@ def locomo_conversation(sample: Any, source: str | None = None) -> Conversation:
             )
             for i, t in enumerate(_turns(conv[f"session_{n}"], source=source, session=sid))
         )
+        if not turns:
+            raise ConversationFormatError("a session has no turns", source=source, session=sid)
         sessions.append(Session(sid, turns, time))
     participants = tuple(conv[k] for k in ("speaker_a", "speaker_b") if conv.get(k))
     return validate(Conversation(cid, tuple(sessions), participants), source)

@@ -59,6 +59,7 @@ from ramem_core.validation import (
     check_name,
     check_query,
     check_text,
+    check_unit_ids,
     visible,
 )
 
@@ -413,6 +414,7 @@ class RaMem:
                 msg = f"units[{position}] must be a MemoryUnit, got {type(unit).__name__}"
                 raise InvalidInputError(msg)
             check_id(unit.id, f"units[{position}].id")
+            check_unit_ids([unit.id], f"units[{position}].id")
             check_id(unit.context.conversation_id, f"units[{position}] conversation id")
             check_id(unit.context.session_id, f"units[{position}] session id")
             check_text(unit.content, f"units[{position}].content", limit=MAX_UNIT_CHARS)
@@ -537,7 +539,8 @@ class RaMem:
         drafts = self.anchorer.anchor(turn.draft(tuple(speakers)))  # a long turn: pieces
         vectors = self.embedder.embed([d.content for d in drafts])
         with self._lock:
-            held = self._live_session(ns, conversation_id)  # other threads may have moved on
+            # other threads, and other writers, may have moved on: their turns as stored now
+            held = self._live_session(ns, conversation_id, fresh=True)
             ended = held is not None and (ns, conversation_id, held.session_id) in self._ended
             where = place(held, turn, gap=self.session_gap, new_session=new_session, ended=ended)
             units = placed(drafts, turn, where)
@@ -598,9 +601,14 @@ class RaMem:
         """Delete the memories of ``keys`` (every piece); returns how many units went."""
         return self.keyed.delete(self._ns(namespace), keys)
 
-    def _live_session(self, namespace: str, conversation_id: str) -> SessionState | None:
-        """The conversation's latest session as stored (every reader derives it alike)."""
-        return self._reading(namespace, lambda snap: snap.latest_session(conversation_id))
+    def _live_session(
+        self, namespace: str, conversation_id: str, *, fresh: bool = False
+    ) -> SessionState | None:
+        """The conversation's latest session as stored (every reader derives it alike);
+        ``fresh``: with every write so far (see :meth:`Freshness.get`)."""
+        return self._reading(
+            namespace, lambda snap: snap.latest_session(conversation_id), fresh=fresh
+        )
 
     def end_session(self, conversation_id: str = "live", *, namespace: str | None = None) -> None:
         """Close the open live session: the next :meth:`add_turn` starts a new one."""
@@ -637,12 +645,8 @@ class RaMem:
             if value is not None and (not isinstance(value, str) or not value):
                 msg = f"{name} must be a non-empty string, got {value!r}"
                 raise InvalidInputError(msg)
-        if unit_ids is not None and (
-            not isinstance(unit_ids, list | tuple)
-            or not all(isinstance(i, str) and i for i in unit_ids)
-        ):
-            msg = f"unit_ids must be a list of non-empty strings, got {unit_ids!r}"
-            raise InvalidInputError(msg)
+        if unit_ids is not None:
+            unit_ids = check_unit_ids(unit_ids)
         with self._lock:
             if unit_ids is not None:
                 return self.snapshots.delete(ns, ids=list(unit_ids))
@@ -733,23 +737,25 @@ class RaMem:
             namespace, lambda snap: self.retriever.recall(snap, query, self.inducer, k, at=moment)
         )
 
-    def _reading(self, namespace: str | None, read: Callable[[Snapshot], R]) -> R:
+    def _reading(
+        self, namespace: str | None, read: Callable[[Snapshot], R], *, fresh: bool = False
+    ) -> R:
         """``read`` of the namespace's snapshot; a snapshot whose units do not decode (a
         damaged or hostile snapshot file) is refused, its file removed, and ``read`` runs
         again on a snapshot rebuilt from the store."""
         try:
-            return read(self._snapshot(namespace))
+            return read(self._snapshot(namespace, fresh=fresh))
         except DamagedUnitError as exc:
             self.snapshots.refuse(self._ns(namespace), exc)
-            return read(self._snapshot(namespace))
+            return read(self._snapshot(namespace, fresh=fresh))
 
-    def _snapshot(self, namespace: str | None) -> Snapshot:
+    def _snapshot(self, namespace: str | None, *, fresh: bool = False) -> Snapshot:
         """The namespace's snapshot, or an empty one where nothing was ever stored: a new
         user's reads are empty, not errors, and a read never creates a namespace."""
         ns = self._ns(namespace)
         if not self.store.has_namespace(ns):
             return _empty_snapshot()
-        return self.snapshots.get(ns)
+        return self.snapshots.get(ns, fresh=fresh)
 
     def situate(
         self,

@@ -121,6 +121,28 @@ def check_id(value: object, what: str) -> str:
     return check_name(value, what, limit=MAX_ID_CHARS)
 
 
+RESERVED_ID_PREFIX = "~ramem"
+"""Ids that start with this are RaMem's own records (a namespace's write versions): never a
+memory's id, so a caller can neither store nor delete one."""
+
+
+def check_unit_ids(ids: object, what: str = "unit_ids") -> list[str]:
+    """``ids`` as a list of memory ids: non-empty strings, none of them reserved
+    (:data:`RESERVED_ID_PREFIX`); a lone string is refused (it would be read one character
+    at a time)."""
+    if isinstance(ids, str | bytes) or not isinstance(ids, list | tuple):
+        msg = f"{what} must be a list of non-empty strings, got {type(ids).__name__} {ids!r}"
+        raise InvalidInputError(msg[:200])
+    for unit_id in ids:
+        if not isinstance(unit_id, str) or not unit_id:
+            msg = f"{what} must be a list of non-empty strings, got {unit_id!r} in it"
+            raise InvalidInputError(msg[:200])
+        if unit_id.startswith(RESERVED_ID_PREFIX):
+            msg = f"memory id {unit_id!r} starts with {RESERVED_ID_PREFIX!r}, which RaMem reserves"
+            raise InvalidInputError(msg[:200])
+    return list(ids)
+
+
 def check_moment(value: object, what: str) -> datetime:
     """``value`` as a naive UTC datetime within :data:`EARLIEST`-:data:`LATEST`."""
     if not isinstance(value, datetime):

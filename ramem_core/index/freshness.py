@@ -86,8 +86,14 @@ class Freshness:
         if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 1:
             msg = f"cache_bytes must be a positive integer, got {cache_bytes!r}"
             raise InvalidInputError(msg)
-        if refresh_seconds < 0:
-            msg = f"refresh_seconds must not be negative, got {refresh_seconds}"
+        if (
+            isinstance(refresh_seconds, bool)
+            or not isinstance(refresh_seconds, int | float)
+            or not 0 <= refresh_seconds < float("inf")
+        ):
+            msg = (
+                f"refresh_seconds must be a finite number of seconds >= 0, got {refresh_seconds!r}"
+            )
             raise InvalidInputError(msg)
         self.store = store
         self.keys = keys
@@ -108,9 +114,10 @@ class Freshness:
 
     # ------------------------------------------------------------------ reads
 
-    def get(self, namespace: str) -> Snapshot:
+    def get(self, namespace: str, *, fresh: bool = False) -> Snapshot:
         """The namespace's snapshot: every write of this cache, and every other writer's
-        write older than ``refresh_seconds``."""
+        write older than ``refresh_seconds`` (``fresh``: every write so far, as before a live
+        turn is placed after another writer's)."""
         now = time.monotonic()
         writer = self.store.writer
         with self._lock:
@@ -119,7 +126,7 @@ class Freshness:
             if cached is not None:
                 self._snapshots.move_to_end(namespace)
                 complete = _own(cached.version, writer) >= self._written.get(namespace, 0)
-                if complete and now - cached.checked < self.refresh_seconds:
+                if complete and not fresh and now - cached.checked < self.refresh_seconds:
                     return cached.snap
         version = self.store.version(namespace)  # first the version, then the data
         if cached is not None and version == cached.version:

@@ -207,6 +207,14 @@ def _serving_process(directory: Path) -> int | None:
     return None
 
 
+def _check_snapshot_dir(snapshot_dir: object) -> None:
+    if snapshot_dir is not None and (
+        not isinstance(snapshot_dir, str | os.PathLike) or not str(snapshot_dir)
+    ):
+        msg = f"snapshot_dir must be a directory's path, got {snapshot_dir!r}"
+        raise InvalidInputError(msg)
+
+
 def _timeout(timeout: object) -> Any:
     """``timeout`` (seconds, or seconds to connect and to read) as an ``httpx.Timeout``."""
     import httpx
@@ -409,6 +417,7 @@ class ChromaStore:
         import httpx
         from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 
+        _check_snapshot_dir(snapshot_dir)
         where = f"{'https' if ssl else 'http'}://{host}:{port}"
         limits = _timeout(timeout)
         try:  # Chroma's client waits for ever: ask first, within the timeout
@@ -455,11 +464,7 @@ class ChromaStore:
         if not callable(getattr(client, "get_or_create_collection", None)):
             msg = f"client must be a Chroma client (chromadb.HttpClient, ...), got {client!r}"
             raise InvalidInputError(msg)
-        if snapshot_dir is not None and (
-            not isinstance(snapshot_dir, str | os.PathLike) or not str(snapshot_dir)
-        ):
-            msg = f"snapshot_dir must be a directory's path, got {snapshot_dir!r}"
-            raise InvalidInputError(msg)
+        _check_snapshot_dir(snapshot_dir)
         directory = Path(snapshot_dir) if snapshot_dir is not None else None
         store = cls(client, embedder, owns_client=owns_client, snapshot_dir=directory)
         settings = getattr(client, "get_settings", lambda: None)()

@@ -406,6 +406,7 @@ FILES = [
 ]
 
 LOCOMO = [
+    Bad("a session with no turns", locomo_file(sets(loc_conv, "session_1", [])), F, "no turns"),
     Bad("no conversation", locomo_file(drops(top, "conversation")), F, "not a LoCoMo sample"),
     Bad(
         "conversation a list", locomo_file(sets(top, "conversation", [])), F, "not a LoCoMo sample"
@@ -942,6 +943,105 @@ OPENING = [
     ),
 ]
 
+
+def _unit_with_id(unit_id: str) -> MemoryUnit:
+    return MemoryUnit(unit_id, "Ann: hi", EpisodicContext("s9", "c9", None))
+
+
+def _server(**kwargs: Any) -> Callable[[Ctx], object]:
+    """RaMem.open on a server with ``kwargs`` (nothing listens: options are checked first)."""
+    return lambda c: RaMem.open(host="127.0.0.1", port=9, embedder=HashEmbedder(), **kwargs)
+
+
+KEYED = [  # issue 31 item 9: strings for lists, wrong types, reserved ids
+    Bad("get_keyed a string", lambda c: c.memory.get_keyed("abc"), I, "keys must be a sequence"),
+    Bad(
+        "delete_keyed a string",
+        lambda c: c.memory.delete_keyed("profile"),
+        I,
+        "keys must be a sequence",
+    ),
+    Bad("get_keyed None", lambda c: c.memory.get_keyed(None), I, "keys must be a sequence"),
+    Bad("get_keyed [None]", lambda c: c.memory.get_keyed([None]), I, "non-empty string"),
+    Bad("get_keyed [5]", lambda c: c.memory.get_keyed([5]), I, "non-empty string"),
+    Bad("delete_keyed None", lambda c: c.memory.delete_keyed(None), I, "keys must be a sequence"),
+    Bad("delete_keyed [5]", lambda c: c.memory.delete_keyed([5]), I, "non-empty string"),
+    Bad(
+        "delete a version record's id",
+        lambda c: c.memory.delete(unit_ids=["~ramem-version~abc"]),
+        I,
+        "which RaMem reserves",
+    ),
+    Bad(
+        "add a unit with a reserved id",
+        lambda c: c.memory.add_units([_unit_with_id("~ramem-version~abc")]),
+        I,
+        "which RaMem reserves",
+    ),
+    Bad(
+        "an empty idempotency key",
+        lambda c: c.memory.add_turn("Ann", "hi", at=datetime(2024, 1, 1), idempotency_key=""),
+        I,
+        "idempotency_key is empty",
+    ),
+]
+
+OPTIONS = [  # issue 31 item 9: settings of the memory and of a server
+    Bad(
+        "refresh_seconds a string",
+        lambda c: RaMem(c.memory.store, refresh_seconds="1"),
+        I,
+        "refresh_seconds must be a finite number",
+    ),
+    Bad(
+        "refresh_seconds None",
+        lambda c: RaMem(c.memory.store, refresh_seconds=None),
+        I,
+        "refresh_seconds must be a finite number",
+    ),
+    Bad(
+        "refresh_seconds NaN",
+        lambda c: RaMem(c.memory.store, refresh_seconds=float("nan")),
+        I,
+        "refresh_seconds must be a finite number",
+    ),
+    Bad(
+        "refresh_seconds inf",
+        lambda c: RaMem(c.memory.store, refresh_seconds=float("inf")),
+        I,
+        "refresh_seconds must be a finite number",
+    ),
+    Bad("snapshot_dir 5", _server(snapshot_dir=5), I, "snapshot_dir must be a directory's path"),
+    Bad(
+        "snapshot_dir empty",
+        _server(snapshot_dir=""),
+        I,
+        "snapshot_dir must be a directory's path",
+    ),
+    Bad("timeout 0", _server(timeout=0.5 - 0.5), I, "timeout must be positive"),
+    Bad("timeout NaN", _server(timeout=float("nan")), I, "timeout must be positive"),
+    Bad("timeout a string", _server(timeout="5"), I, "timeout must be positive"),
+    Bad("timeout a triple", _server(timeout=(1, 2, 3)), I, "timeout must be positive"),
+    Bad(
+        "timeout for a local directory",
+        lambda c: RaMem.open(c.folder / "local", timeout=5, embedder=HashEmbedder()),
+        I,
+        "for a Chroma server",
+    ),
+    Bad(
+        "an empty snapshot key",
+        lambda c: RaMem.open(c.folder / "k", snapshot_key="", embedder=HashEmbedder()),
+        I,
+        "snapshot key must be non-empty",
+    ),
+    Bad(
+        "snapshot_max_bytes 0",
+        lambda c: RaMem.open(c.folder / "m", snapshot_max_bytes=0, embedder=HashEmbedder()),
+        I,
+        "max_bytes must be a positive integer",
+    ),
+]
+
 GROUPS = {
     "file": FILES,
     "locomo": LOCOMO,
@@ -951,6 +1051,8 @@ GROUPS = {
     "read": READS,
     "delete": DELETES,
     "open": OPENING,
+    "keyed": KEYED,
+    "options": OPTIONS,
 }
 CASES = [replace(c, name=f"{group}: {c.name}") for group, cases in GROUPS.items() for c in cases]
 

@@ -156,8 +156,8 @@ def test_recall_reads_one_snapshot_for_its_frame_and_its_ranking(
     reads: list[object] = []
     get = memory.snapshots.get
 
-    def counted(namespace: str) -> object:
-        snap = get(namespace)
+    def counted(namespace: str, *, fresh: bool = False) -> object:
+        snap = get(namespace, fresh=fresh)
         reads.append(snap)
         return snap
 

@@ -451,3 +451,91 @@ def test_langmem_tools_work_unchanged_and_users_stay_apart() -> None:
     assert "window" not in search.invoke({"query": "seats"}, config=config("ben"))
     manage.invoke({"action": "delete", "id": memory_id}, config=config("ana"))
     assert "Rex" not in search.invoke({"query": "dogs"}, config=config("ana"))
+
+
+# ---------------------------------------------------------------- bad inputs (issue 31)
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    for _ in range(depth):
+        leaf = {"k": leaf}
+    return leaf
+
+
+def _deep_and(depth: int) -> Any:
+    flt: Any = {"n": 1}
+    for _ in range(depth):
+        flt = {"$and": [flt]}
+    return flt
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "error", "message"),
+    [
+        ("drop every tenant", lambda s: s.drop_namespace(()), InvalidNamespaceError, "every"),
+        ("drop a string", lambda s: s.drop_namespace("u1"), InvalidNamespaceError, "tuple"),
+        (
+            "a time before the first UTC day",
+            lambda s: s.search(("m",), filter={"when": {"$gt": "0001-01-01T00:00:00+05:00"}}),
+            InvalidInputError,
+            "years 1-9999 in UTC",
+        ),
+        (
+            "a 3,000-deep $and",
+            lambda s: s.search(("m",), filter=_deep_and(3000)),
+            InvalidInputError,
+            "nests deeper than 32",
+        ),
+        (
+            "a 3,000-deep field filter",
+            lambda s: s.search(("m",), filter={"a": _nested(3000, "v")}),
+            InvalidInputError,
+            "nests deeper than 32",
+        ),
+        (
+            "a 3,000-deep list filter",
+            lambda s: s.search(("m",), filter={"a": [_nested(3000, "v")]}),
+            InvalidInputError,
+            "nests deeper than 32",
+        ),
+        (
+            "a 5,000-deep value",
+            lambda s: s.put(("m", "u1"), "deep", {"v": _nested(5000, "v")}),
+            InvalidInputError,
+            "nests too deeply",
+        ),
+        (
+            "list_namespaces max_depth -1",
+            lambda s: s.list_namespaces(max_depth=-1),
+            InvalidInputError,
+            "max_depth must be a non-negative integer",
+        ),
+        (
+            "list_namespaces limit -1",
+            lambda s: s.list_namespaces(limit=-1),
+            InvalidInputError,
+            "limit must be a non-negative integer",
+        ),
+    ],
+)
+def test_bad_store_inputs_are_clear_errors_and_lose_nothing(
+    name: str, call: Any, error: type[Exception], message: str
+) -> None:
+    store = ramem_store(tenant_depth=2)
+    store.put(("m", "u1"), "a", {"content": "tea"})
+    store.put(("m", "u2"), "b", {"content": "coffee"})
+    with pytest.raises(error, match=message):
+        call(store)
+    assert {i.key for i in store.search(("m",))} == {"a", "b"}
+
+
+@pytest.mark.parametrize("said", ["1800-01-01", "0001-01-01T00:00:00+05:00"])
+def test_a_valid_item_the_reference_accepts_is_accepted(said: str) -> None:
+    """Any JSON value the reference store takes is stored; a time RaMem does not place
+    (before 1900, before the first UTC day) leaves the item at its write time."""
+    store, reference = ramem_store(), ReferenceStore()
+    for either in (store, reference):
+        either.put(("m", "u1"), "old", {"content": "a letter", "said_at": said})
+    item = store.get(("m", "u1"), "old")
+    assert item is not None
+    assert item.value == reference.get(("m", "u1"), "old").value  # type: ignore[union-attr]
