@@ -33,6 +33,7 @@ import logging
 import os
 import stat
 import tempfile
+import threading
 import time
 import zipfile
 from dataclasses import asdict, dataclass
@@ -197,13 +198,20 @@ class SnapshotFiles:
                         return None  # another version or settings: expected, not logged
                     tree_bytes = bytes(data["tree"])
                     raw = data["data"]
-                    self._check_digest(header, tree_bytes, raw)
-                    tree = json.loads(tree_bytes)
-                    arrays = unpack(tree["arrays"], raw)
-            snap = _Decoder(arrays).decode(tree["root"])
-            if not isinstance(snap, Snapshot):
-                raise TypeError(f"the file holds a {type(snap).__name__}, not a snapshot")
-            check(snap, signature.dimension)
+            # the digest is taken on another core while the tree decodes (hashlib lets go of
+            # the GIL): the decoder accepts hostile input, and nothing is used before both end
+            digest: list[str] = []
+            hasher = threading.Thread(target=lambda: digest.append(_digest(tree_bytes, raw)))
+            hasher.start()
+            try:
+                tree = json.loads(tree_bytes)
+                snap = _Decoder(unpack(tree["arrays"], raw)).decode(tree["root"])
+                if not isinstance(snap, Snapshot):
+                    raise TypeError(f"the file holds a {type(snap).__name__}, not a snapshot")
+                check(snap, signature.dimension)
+            finally:
+                hasher.join()
+            self._check_digest(header, digest[0])
         except Exception as exc:  # a damaged or hostile file is a cache miss, never an error
             log.warning("refusing the snapshot file %s, rebuilding: %s", path, exc)
             return None
@@ -226,8 +234,7 @@ class SnapshotFiles:
         file.seek(0)
         return int(info.st_size)
 
-    def _check_digest(self, header: dict[str, Any], tree: bytes, data: np.ndarray) -> None:
-        digest = _digest(tree, data)
+    def _check_digest(self, header: dict[str, Any], digest: str) -> None:
         if not hmac.compare_digest(str(header.get("digest", "")), digest):
             raise RefusedFileError("its contents do not match the digest in its header")
         if self._key is not None:

@@ -218,3 +218,16 @@ def test_version_records_stay_bounded_however_many_writers_came_and_went() -> No
     assert len(records) <= MAX_VERSION_RECORDS
     assert reader.count() == 3 * MAX_VERSION_RECORDS
     client.delete_collection("ramem_vr")
+
+
+def test_two_writers_of_one_conversation_never_share_a_turn_index(tmp_path: Path) -> None:
+    """Each writer places a live turn after every turn stored so far, not after what its
+    cached snapshot held (which, within refresh_seconds, lacks the other writer's)."""
+    one, two = _workers(tmp_path)
+    for memory in (one, two):
+        memory.snapshots.refresh_seconds = 3600
+    for minute in range(6):
+        writer = (one, two)[minute % 2]
+        writer.add_turn("Ana", f"Note {minute}.", at=T0 + timedelta(minutes=minute))
+    indices = sorted(u.context.turn_index for u in one.store.get("default"))
+    assert indices == list(range(6))
