@@ -1148,6 +1148,8 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
     ("eval --k a,b", ["eval", "locomo", "{dir}/ramem.json", "--k", "a,b"], "--k"),
     ("eval an unknown benchmark", ["eval", "mmlu", "{dir}/ramem.json"], "invalid choice"),
     ("--port 0", ["--port", "0", "namespaces"], "port number"),
+    ("--timeout 0", ["--timeout", "0", "namespaces"], "positive number of seconds"),
+    ("--timeout nan", ["namespaces", "--timeout", "nan"], "positive number of seconds"),
     ("--port after the command", ["namespaces", "--port", "70000"], "port number"),
     (
         "--path a file",

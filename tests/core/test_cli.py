@@ -226,3 +226,22 @@ def test_ask_on_a_namespace_without_memories_says_so_and_fails(
     capsys.readouterr()
     assert main([*db, "--namespace", "other", "ask", "When did Caroline go?"]) == 1
     assert "'other' is empty: it holds no memories" in capsys.readouterr().out
+
+
+def test_timeout_reaches_a_server_and_a_stalled_one_is_one_error_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--timeout`` is the server's timeout: a server that accepts and never answers is one
+    error line within it, not a hang."""
+    import socket
+    import time
+
+    from ramem_core.cli import main
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        port = silent.getsockname()[1]
+        began = time.monotonic()
+        status = main(["--host", "127.0.0.1", "--port", str(port), "--timeout", "1", "namespaces"])
+        assert time.monotonic() - began < 10
+    assert status != 0
+    assert "did not answer within 1 s" in capsys.readouterr().out
