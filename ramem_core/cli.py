@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from ramem_core.errors import InvalidInputError, RaMemError
+from ramem_core.errors import InvalidInputError, NamespaceNotFoundError, RaMemError
 from ramem_core.temporal import describe, parse_timestamp
 from ramem_core.types import DEFAULT_K
 from ramem_core.validation import check_moment, check_query
@@ -25,8 +25,29 @@ if TYPE_CHECKING:
     from ramem_core.types import Evidence, RecallFrame
 
 
-def _open(args: argparse.Namespace, **kwargs: object) -> RaMem:
-    from ramem_core.memory import RaMem
+class RefusedError(Exception):
+    """A command that cannot do what was asked (nothing matched, nothing stored): one
+    ``error:`` line on stderr and ``status``."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _open(args: argparse.Namespace, *, reading: bool = False, **kwargs: object) -> RaMem:
+    """The memory the global options name; ``reading``: a command that only reads (or
+    deletes), which never creates a memory directory."""
+    from ramem_core.memory import RaMem, default_path
+    from ramem_core.store.chroma import check_namespace
+
+    check_namespace(args.namespace)  # the input first, then where it is
+    if reading and args.host is None:
+        path = Path(args.path or default_path())
+        if path.exists() and not path.is_dir():
+            raise InvalidInputError(f"{path} is a file, not a memory directory")
+        if not (path / "chroma.sqlite3").is_file():
+            msg = f"no memory at {path}: `ramem ingest FILE` (or --path DIR) creates one"
+            raise RefusedError(msg)
 
     if args.host is not None and args.timeout is not None:
         kwargs["timeout"] = args.timeout
@@ -90,6 +111,7 @@ def print_evidence(console: Console, evidence: Sequence[Evidence], title: str = 
 
 
 def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
+    from rich.console import Console
     from rich.progress import Progress
 
     from ramem_core.loaders import load_conversations
@@ -101,7 +123,7 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
 
         anchorer = LLMAnchorer(_metered(args))
     memory = _open(args, anchorer=anchorer)
-    with Progress(console=console, transient=True) as bar:
+    with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("embedding memories", total=None)
         report = memory.add_conversations(
             conversations,
@@ -129,9 +151,8 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
         inducer = LLMFrameInducer(llm)
     at = _at(args.at)  # the arguments are checked before the store is opened
     check_query(args.question)
-    memory = _open(args, config=config, inducer=inducer)
-    if not _known_namespace(memory, console):
-        return 1
+    memory = _open(args, reading=True, config=config, inducer=inducer)
+    _known_namespace(memory)
     found = memory.recall(args.question, k=args.k, at=at)
     frame = found.frame
     console.rule(escape(args.question))
@@ -148,33 +169,31 @@ def cmd_ask(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _known_namespace(memory: Any, console: Console) -> bool:
-    """Say so when the namespace asked about holds no memories (never created, or emptied):
+def _known_namespace(memory: Any) -> None:
+    """Refuse when the namespace asked about holds no memories (never created, or emptied):
     the API reads it as empty, the command line says why nothing comes back."""
     exists = memory.has_namespace(memory.namespace)
     if exists and memory.count():
-        return True
+        return
     state = "is empty" if exists else "does not exist"
-    console.print(
-        f"[red]error:[/red] namespace {memory.namespace!r} {state}: it holds no memories; "
+    raise RefusedError(
+        f"namespace {memory.namespace!r} {state}: it holds no memories; "
         "ingest into it first (`ramem namespaces` lists the existing ones)"
     )
-    return False
 
 
 def cmd_frame(args: argparse.Namespace, console: Console) -> int:
     at = _at(args.at)
     check_query(args.question)
-    memory = _open(args)
-    if not _known_namespace(memory, console):
-        return 1
+    memory = _open(args, reading=True)
+    _known_namespace(memory)
     frame = memory.frame(args.question, at=at)
     print_frame(console, frame)
     return 0
 
 
 def cmd_namespaces(args: argparse.Namespace, console: Console) -> int:
-    memory = _open(args)
+    memory = _open(args, reading=True)
     names = memory.store.namespaces()
     if not names:
         console.print("no namespaces yet: `ramem ingest FILE` stores a conversation")
@@ -184,34 +203,47 @@ def cmd_namespaces(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_delete(args: argparse.Namespace, console: Console) -> int:
-    if not (args.session or args.conversation or args.all):
-        console.print("[red]error:[/red] delete needs --session, --conversation or --all")
-        return 2
-    memory = _open(args)
-    if not _known_namespace(memory, console):
-        return 1
+    targets = [bool(args.ids), bool(args.session or args.conversation), args.all]
+    if sum(targets) != 1:
+        msg = "delete needs memory ids, --session / --conversation, or --all (one of them)"
+        raise RefusedError(msg, 2)
+    memory = _open(args, reading=True)
+    _known_namespace(memory)
     if args.all:
         if not args.yes and not _confirmed(
             f"drop namespace {memory.namespace!r} and its {memory.count()} memories? [y/N] "
         ):
-            console.print("nothing deleted (pass --yes to drop without asking)")
-            return 1
+            raise RefusedError("nothing deleted (answer y, or pass --yes to drop without asking)")
         memory.drop()
         console.print(f"dropped namespace {memory.namespace!r}")
         return 0
-    n = memory.delete(session_id=args.session, conversation_id=args.conversation)
+    if args.ids:
+        n = memory.delete(unit_ids=list(args.ids))
+        what = f"id {', '.join(args.ids)}"
+    else:
+        n = memory.delete(session_id=args.session, conversation_id=args.conversation)
+        what = " and ".join(
+            f"{name} {value!r}"
+            for name, value in (("session", args.session), ("conversation", args.conversation))
+            if value
+        )
+    if n == 0:
+        msg = f"no memory of namespace {memory.namespace!r} matched {what}: none deleted"
+        raise RefusedError(msg)
     console.print(f"deleted {n} memories")
     return 0
 
 
 def _confirmed(question: str) -> bool:
-    """Ask on the terminal; no terminal (a script, CI) means no."""
-    if not sys.stdin or not sys.stdin.isatty():
-        return False
+    """Ask on stderr and read the answer from stdin (a terminal or a pipe: `echo y |`); the
+    end of input means no."""
+    sys.stderr.write(question)
+    sys.stderr.flush()
     try:
-        return input(question).strip().lower() in ("y", "yes")
-    except EOFError:
+        line = sys.stdin.readline() if sys.stdin else ""
+    except (OSError, ValueError):
         return False
+    return line.strip().lower() in ("y", "yes")
 
 
 def cmd_demo(args: argparse.Namespace, console: Console) -> int:
@@ -220,10 +252,13 @@ def cmd_demo(args: argparse.Namespace, console: Console) -> int:
     from ramem_core.memory import RaMem
     from ramem_core.retrieval import CONTENT_ONLY
 
+    given = [name for name in ("path", "host", "timeout") if getattr(args, name)]
+    if given:
+        named = ", ".join(f"--{name}" for name in given)
+        msg = f"the demo always runs in a temporary local store: drop {named}"
+        raise RefusedError(msg, 2)
     conversation, questions = demo_conversation()
     with tempfile.TemporaryDirectory(prefix="ramem-demo-") as tmp:
-        if args.path:
-            console.print("[dim]the demo uses a temporary store: --path is not touched[/dim]")
         memory = RaMem.open(Path(tmp), namespace="demo")
         content = RaMem(memory.store, namespace="demo", config=CONTENT_ONLY)
         report = memory.add_conversation(conversation)
@@ -273,6 +308,7 @@ def _llm(spec: str | None) -> object | None:
 
 def cmd_eval(args: argparse.Namespace, console: Console) -> int:
     """Evaluate on LoCoMo or LongMemEval and write questions.jsonl, summary.json, report.md."""
+    from rich.console import Console
     from rich.progress import Progress
 
     from ramem_core.evaluation.harness import (
@@ -294,14 +330,20 @@ def cmd_eval(args: argparse.Namespace, console: Console) -> int:
         model_name=args.llm or "llm",
     )
     run = evaluate_locomo if args.benchmark == "locomo" else evaluate_longmemeval
-    with Progress(console=console) as bar:
-        task = bar.add_task(f"{args.benchmark}: questions", total=None)
-        summary = run(
-            args.files,
-            args.out,
-            options,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
+    # the bar appears with the first question, once every file was read and checked
+    bar = Progress(console=Console(stderr=True))
+    task = bar.add_task(f"{args.benchmark}: questions", total=None)
+
+    def progress(done: int, total: int) -> None:
+        if not bar.live.is_started:
+            bar.start()
+        bar.update(task, completed=done, total=total)
+
+    try:
+        summary = run(args.files, args.out, options, progress=progress)
+    finally:
+        if bar.live.is_started:
+            bar.stop()
     command = (
         " ".join(["ramem", "eval", *sys.argv[sys.argv.index("eval") + 1 :]])
         if ("eval" in sys.argv)
@@ -363,8 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_namespaces)
 
     p = sub.add_parser(
-        "delete", help="delete memories of a session or conversation", parents=common
+        "delete", help="delete memories by id, session or conversation", parents=common
     )
+    p.add_argument("ids", nargs="*", metavar="ID", help="memory ids (as `ramem list` shows)")
     p.add_argument("--session", help="a session id (with --conversation when ids repeat)")
     p.add_argument("--conversation", help="a conversation id (all its sessions)")
     p.add_argument("--all", action="store_true", help="drop the whole namespace (asks first)")
@@ -479,19 +522,32 @@ def _cutoffs(value: str) -> tuple[int, ...]:
     return ks
 
 
+def _error(message: object) -> None:
+    """One ``error:`` line on stderr, however long or many-lined the message."""
+    sys.stderr.write(f"error: {' '.join(str(message).split())}\n")
+    sys.stderr.flush()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``ramem`` console script."""
+    """Entry point of the ``ramem`` console script: results on stdout; every error one
+    ``error:`` line on stderr and a non-zero status (2 bad input, 1 nothing to act on)."""
     from rich.console import Console
 
     args = build_parser().parse_args(argv)
     console = Console()
     try:
         return int(args.func(args, console))
+    except RefusedError as exc:
+        _error(exc)
+        return exc.status
+    except NamespaceNotFoundError as exc:
+        _error(exc)
+        return 1
     except (RaMemError, OSError) as exc:  # one clear line, never a traceback
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        _error(exc)
         return 2
     except KeyboardInterrupt:
-        console.print("[red]interrupted[/red]")
+        _error("interrupted")
         return 130
 
 

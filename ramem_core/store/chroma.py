@@ -122,6 +122,11 @@ def _ramem_function_class() -> Any:
         def supported_spaces(self) -> Any:
             return ["cosine", "l2", "ip"]
 
+    from chromadb.utils.embedding_functions import register_embedding_function
+
+    # registered by its name, so Chroma rebuilds it from a collection's configuration in any
+    # process ("Could not reconstruct embedding function ramem" was warned on writes)
+    register_embedding_function(RaMemEmbeddingFunction)  # type: ignore[no-untyped-call]
     _FUNCTION_CLASS = RaMemEmbeddingFunction
     return _FUNCTION_CLASS
 
@@ -301,6 +306,7 @@ class ChromaStore:
         owns_client: bool = False,
         snapshot_dir: Path | None = None,
     ) -> None:
+        _ramem_function_class()  # known to Chroma before any collection is opened
         self.client = client
         self.embedder = embedder
         self.prefix = prefix

@@ -1128,13 +1128,13 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
     ("ask with --k 0", ["ask", "q", "--k", "0"], "at least 1"),
     ("ask with --k abc", ["ask", "q", "--k", "abc"], "at least 1"),
     ("ask with --at yesterday", ["ask", "q", "--at", "yesterday"], "cannot parse --at"),
-    ("ask an unknown namespace", ["ask", "q", "--namespace", "nobody"], "does not exist"),
+    ("ask where nothing was stored", ["ask", "q", "--namespace", "nobody"], "no memory at"),
     ("ask a bad namespace", ["--namespace", "a/b", "ask", "q"], "invalid namespace"),
     ("ask an empty question", ["ask", ""], "the query is empty"),
     (
         "ask with markup in the question",
         ["ask", "[/bold] what?", "--namespace", "nobody"],
-        "does not exist",
+        "no memory at",
     ),
     (
         "frame with --at 9999",
@@ -1156,7 +1156,8 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
         ["--path", "{dir}/bad.json", "namespaces"],
         "is a file, not a memory directory",
     ),
-    ("delete without a target", ["delete"], "delete needs --session, --conversation or --all"),
+    ("delete without a target", ["delete"], "delete needs memory ids, --session"),
+    ("delete with two targets", ["delete", "x", "--all"], "(one of them)"),
     ("no command", [], "required"),
     ("unknown command", ["frobnicate"], "invalid choice"),
 ]

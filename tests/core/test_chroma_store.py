@@ -200,3 +200,29 @@ def test_a_second_process_on_one_directory_is_refused_at_open(tmp_path: Path) ->
     same_process.close()
     memory.close()
     assert other_process().returncode == 0  # free once this process closed it
+
+
+def test_no_chroma_warning_when_another_process_writes_and_deletes(tmp_path: Path) -> None:
+    """Chroma rebuilds a collection's embedding function from its configuration by name; a
+    process that had not registered RaMem's warned "Could not reconstruct embedding function
+    ramem" on every write and delete (issue 32)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import warnings, datetime\n"
+        "warnings.simplefilter('always')\n"
+        "from ramem_core import RaMem\n"
+        "from ramem_core.testing import HashEmbedder, WordCounter\n"
+        f"m = RaMem.open({str(tmp_path)!r}, embedder=HashEmbedder(), counter=WordCounter())\n"
+        "u = m.add_turn('Ana', 'I bought a red bicycle.', at=datetime.datetime(2024, 3, 1))\n"
+        "m.delete(unit_ids=[u.id])\n"
+        "m.close()\n"
+    )
+    for _ in range(2):  # the first process makes the collection, the second opens it
+        run = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        )
+        assert run.returncode == 0, run.stderr
+        assert "Could not reconstruct" not in run.stderr
+        assert "Warning" not in run.stderr, run.stderr

@@ -44,9 +44,11 @@ def test_cli_reports_bad_input_without_traceback(
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
     assert main(["--path", str(tmp_path / "db"), "ingest", str(bad)]) == 2
-    out = capsys.readouterr().out
-    assert "malformed JSON" in out
-    assert "Traceback" not in out
+    captured = capsys.readouterr()
+    assert captured.out == ""  # stdout carries results only
+    [line] = captured.err.splitlines()
+    assert line.startswith("error: ")
+    assert "malformed JSON" in line
 
 
 def test_eval_smoke_run_writes_the_report(
@@ -106,7 +108,7 @@ def test_ask_on_a_mistyped_namespace_says_so(
     assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json")]) == 0
     capsys.readouterr()
     assert main([*db, "--namespace", "defualt", "ask", "Who is Caroline?"]) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "namespace 'defualt' does not exist" in out
     assert "ramem namespaces" in " ".join(
         out.split()
@@ -163,12 +165,15 @@ def test_k_zero_is_refused_before_anything_runs(
     assert not (tmp_path / "db").exists()  # nothing opened, no frame printed
 
 
-def test_the_demo_never_touches_the_users_store(
+def test_the_demo_refuses_a_store_it_would_not_use(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = tmp_path / "mine"
-    assert main(["--path", str(store), "demo"]) == 0
-    assert "--path is not touched" in capsys.readouterr().out
+    assert main(["--path", str(store), "demo"]) == 2
+    assert main(["demo", "--host", "db.internal"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("always runs in a temporary local store: drop --") == 2
     assert not store.exists()
 
 
@@ -219,13 +224,13 @@ def test_ask_on_a_namespace_without_memories_says_so_and_fails(
     assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json"), "--namespace", "other"]) == 0
     capsys.readouterr()
     assert main([*db, "ask", "When did Caroline go?"]) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "'default' does not exist: it holds no memories" in out
     assert "other" not in out.replace("`ramem namespaces`", "")
     assert main([*db, "--namespace", "other", "delete", "--conversation", "conv-mini"]) == 0
     capsys.readouterr()
     assert main([*db, "--namespace", "other", "ask", "When did Caroline go?"]) == 1
-    assert "'other' is empty: it holds no memories" in capsys.readouterr().out
+    assert "'other' is empty: it holds no memories" in capsys.readouterr().err
 
 
 def test_timeout_reaches_a_server_and_a_stalled_one_is_one_error_line(
@@ -244,4 +249,79 @@ def test_timeout_reaches_a_server_and_a_stalled_one_is_one_error_line(
         status = main(["--host", "127.0.0.1", "--port", str(port), "--timeout", "1", "namespaces"])
         assert time.monotonic() - began < 10
     assert status != 0
-    assert "did not answer within 1 s" in capsys.readouterr().out
+    assert "did not answer within 1 s" in capsys.readouterr().err
+
+
+def test_a_long_many_lined_error_is_one_line_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json")]) == 0
+    capsys.readouterr()
+    assert main([*db, "ask", "Who is Caroline?", "--llm", "nosuch:model"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = captured.err.splitlines()
+    assert line.startswith("error: cannot load model 'nosuch:model'")
+
+
+def test_eval_prints_nothing_before_its_input_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", "locomo", str(tmp_path / "nope.json"), "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = captured.err.splitlines()  # no progress bar before it
+    assert "cannot read file" in line
+
+
+def test_reads_never_create_a_memory_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fresh = tmp_path / "fresh"
+    for argv in (["ask", "hi"], ["frame", "hi"], ["namespaces"], ["delete", "--all", "--yes"]):
+        assert main(["--path", str(fresh), *argv]) == 1
+        assert "no memory at" in capsys.readouterr().err
+    assert not fresh.exists()
+
+
+def test_a_delete_says_what_matched_and_deletes_one_memory_by_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ramem_core import RaMem
+
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json")]) == 0
+    assert main([*db, "delete", "--session", "nope"]) == 1
+    captured = capsys.readouterr()
+    assert "matched session 'nope': none deleted" in captured.err
+    with RaMem.open(tmp_path / "db") as memory:
+        first, *rest = [u.id for u in memory.store.get("default")]
+    assert main([*db, "delete", first]) == 0
+    assert "deleted 1 memories" in capsys.readouterr().out
+    assert main([*db, "delete", first]) == 1  # gone already
+    assert f"matched id {first}" in capsys.readouterr().err
+    with RaMem.open(tmp_path / "db") as memory:
+        assert sorted(u.id for u in memory.store.get("default")) == sorted(rest)
+
+
+@pytest.mark.parametrize(("piped", "dropped"), [("y\n", True), ("n\n", False), ("", False)])
+def test_a_piped_answer_to_a_confirmation_is_read(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    piped: str,
+    dropped: bool,
+) -> None:
+    import io
+
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json")]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdin", io.StringIO(piped))  # `echo y | ramem delete --all`
+    assert main([*db, "delete", "--all"]) == (0 if dropped else 1)
+    captured = capsys.readouterr()
+    assert "[y/N]" in captured.err  # the question is not a result
+    assert ("dropped namespace 'default'" in captured.out) is dropped
+    assert main([*db, "namespaces"]) == 0
+    assert ("default" in capsys.readouterr().out) is not dropped
