@@ -202,6 +202,109 @@ def cmd_namespaces(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _row(unit: Any) -> dict[str, Any]:
+    """One memory as ``list`` and ``show`` print it (``--json``: these fields)."""
+    from ramem_core.synthesis import coordinates
+    from ramem_core.transfer import said_at
+
+    said = said_at(unit)
+    coords = coordinates(unit)
+    return {
+        "id": unit.id,
+        "said_at": said.isoformat(timespec="minutes") if said else None,
+        "event": coords.get("event"),
+        "kind": unit.context.kind.value,
+        "conversation_id": unit.context.conversation_id,
+        "session_id": unit.context.session_id,
+        "speaker": unit.context.speaker,
+        "content": unit.content,
+    }
+
+
+def cmd_list(args: argparse.Namespace, console: Console) -> int:
+    import json
+
+    since, until = _at(args.since), _at(args.until)
+    memory = _open(args, reading=True)
+    _known_namespace(memory)
+    units = memory.memories(
+        conversation_id=args.conversation,
+        session_id=args.session,
+        kind=args.kind,
+        since=since,
+        until=until,
+        limit=args.limit,
+        after=args.after,
+    )
+    if not units:
+        raise RefusedError(f"no memory of namespace {memory.namespace!r} matches the selection")
+    out = sys.stdout
+    for unit in units:
+        row = _row(unit)
+        if args.json:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        else:
+            text = " ".join(unit.content.split())
+            text = text if len(text) <= 100 else text[:99] + "…"
+            said, event = row["said_at"] or "?", row["event"] or "-"
+            out.write(f"{unit.id}  {said}  {event}  {row['kind']}  {text}\n")
+    if len(units) == args.limit and not args.json:
+        sys.stderr.write(f"more: --after {units[-1].id}\n")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, console: Console) -> int:
+    import json
+
+    from ramem_core.store.codec import to_metadata
+
+    memory = _open(args, reading=True)
+    unit = memory.memory(args.id)
+    if unit is None:
+        raise RefusedError(f"namespace {memory.namespace!r} holds no memory with id {args.id!r}")
+    whole = {**_row(unit), "context": to_metadata(unit)}
+    if args.json:
+        sys.stdout.write(json.dumps(whole, ensure_ascii=False, indent=1) + "\n")
+        return 0
+    for key, value in whole.items():
+        if key != "context":
+            sys.stdout.write(f"{key}: {value}\n")
+    for key, value in whole["context"].items():
+        sys.stdout.write(f"  {key}: {value}\n")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, console: Console) -> int:
+    memory = _open(args, reading=True)
+    _known_namespace(memory)
+    n = memory.export(args.out, vectors=args.vectors)
+    console.print(f"exported {n} memories of namespace {memory.namespace!r} to {args.out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, console: Console) -> int:
+    if not Path(args.file).is_file():
+        raise InvalidInputError(f"cannot read file {args.file}: no such file")
+    memory = _open(args)
+    report = memory.import_from(args.file)
+    console.print(
+        f"imported {report.units} memories ({report.new_units} new) into namespace "
+        f"{memory.namespace!r}"
+    )
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace, console: Console) -> int:
+    at = _at(args.at)
+    check_query(args.question)
+    memory = _open(args, reading=True)
+    _known_namespace(memory)
+    html = memory.explain(args.question, k=args.k, at=at)
+    Path(args.out).write_text(html, encoding="utf-8")
+    console.print(f"wrote {args.out}: open it in a browser (it loads nothing from the network)")
+    return 0
+
+
 def cmd_delete(args: argparse.Namespace, console: Console) -> int:
     targets = [bool(args.ids), bool(args.session or args.conversation), args.all]
     if sum(targets) != 1:
@@ -403,6 +506,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("namespaces", help="list namespaces", parents=common)
     p.set_defaults(func=cmd_namespaces)
+
+    p = sub.add_parser("list", help="the namespace's memories, newest first", parents=common)
+    p.add_argument("--conversation", help="only this conversation's")
+    p.add_argument("--session", help="only this session's")
+    p.add_argument("--kind", choices=["statement", "question", "reply"], help="only this kind")
+    p.add_argument("--since", help="said at or after this time (e.g. 2023-08-01)")
+    p.add_argument("--until", help="said at or before this time")
+    p.add_argument("--limit", type=_positive, default=50, help="memories per page (50)")
+    p.add_argument("--after", metavar="ID", help="the page after this memory (the last shown)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("show", help="one memory with its full context", parents=common)
+    p.add_argument("id", help="the memory's id (as `ramem list` shows)")
+    p.add_argument("--json", action="store_true", help="as JSON")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("export", help="write the namespace to a JSON-lines file", parents=common)
+    p.add_argument("--out", required=True, metavar="FILE", help="the file to write (.jsonl)")
+    p.add_argument("--vectors", action="store_true", help="include the vectors")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "explain", help="write an HTML page: timeline, recall frame, evidence", parents=common
+    )
+    p.add_argument("question", help="the question, in quotes")
+    p.add_argument("--out", default="ramem-explain.html", help="the page (ramem-explain.html)")
+    p.add_argument("--at", help="the question's own time (default: end of the last session)")
+    p.add_argument("--k", type=_positive, default=10, help="memories ranked (10)")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("import", help="add the memories of an export", parents=common)
+    p.add_argument("file", help="a file written by `ramem export`")
+    p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(
         "delete", help="delete memories by id, session or conversation", parents=common

@@ -18,6 +18,7 @@ import numpy as np
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+from ramem_core import explain, transfer
 from ramem_core.anchoring import RuleAnchorer
 from ramem_core.errors import InvalidInputError, UncertainWriteError
 from ramem_core.frames import RuleFrameInducer
@@ -617,6 +618,136 @@ class RaMem:
             live = self._live_session(ns, conversation_id)
             if live is not None:
                 self._ended.add((ns, conversation_id, live.session_id))
+
+    # ------------------------------------------------------------------ seeing and moving
+
+    def memories(
+        self,
+        *,
+        namespace: str | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        kind: Kind | str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> list[MemoryUnit]:
+        """A page of the namespace's memories, newest first (when said, then session, turn
+        and id): ``limit`` of them after the memory whose id is ``after`` (the previous
+        page's last), of one conversation, session or :class:`Kind`, said within
+        ``since``-``until``. Empty for a namespace with no memories.
+
+        Raises:
+            InvalidInputError: a bad selection (see :func:`ramem_core.transfer.page`).
+        """
+        ns = self._ns(namespace)
+        for name, value in (("conversation_id", conversation_id), ("session_id", session_id)):
+            if value is not None:
+                check_id(value, name)
+        units = self.store.get(ns, conversation_id=conversation_id, session_id=session_id)
+        return transfer.page(units, kind=kind, since=since, until=until, limit=limit, after=after)
+
+    def memory(self, unit_id: str, *, namespace: str | None = None) -> MemoryUnit | None:
+        """The memory with id ``unit_id`` (its full episodic context), or ``None``."""
+        [checked] = check_unit_ids([unit_id], "unit_id")
+        found = self.store.get(self._ns(namespace), ids=[checked])
+        return found[0] if found else None
+
+    def export(
+        self, path: str | Path, *, namespace: str | None = None, vectors: bool = False
+    ) -> int:
+        """Write every memory of the namespace to ``path`` as versioned JSON lines
+        (:mod:`ramem_core.transfer`), with their vectors when ``vectors``; returns how many.
+        A backup, or a move to another directory, server or namespace with
+        :meth:`import_from`."""
+        ns = self._ns(namespace)
+        units, matrix = self.store.load(ns)
+        target = Path(path)
+        tmp = target.with_name(target.name + ".tmp")
+        with tmp.open("w", encoding="utf-8") as out:
+            written = transfer.write(
+                out,
+                ns,
+                units,
+                matrix if vectors else None,
+                self.embedder.name,
+                self.embedder.dimension,
+            )
+        tmp.replace(target)  # never half a file under the name
+        return written
+
+    def import_from(
+        self,
+        path: str | Path,
+        *,
+        namespace: str | None = None,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Store the memories of an export (:meth:`export`) in the namespace: checked whole
+        first (nothing is written when a line is bad), vectors used when they are of this
+        memory's embedder, else embedded again; ids kept, so importing twice stores once.
+
+        Raises:
+            InvalidInputError: the file is not a RaMem export, or a line of it is bad (named).
+        """
+        ns = self._ns(namespace)
+        _check_progress(progress)
+        source = str(path)
+        try:
+            with Path(path).open(encoding="utf-8") as lines:
+                found = transfer.read(lines, source, self.embedder.name, self.embedder.dimension)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"cannot read {source}: {exc}") from exc
+        missing = [i for i, v in enumerate(found.vectors) if v is None]
+        fresh = (
+            self.embedder.embed([found.units[i].content for i in missing])
+            if missing
+            else np.zeros((0, self.embedder.dimension), np.float32)
+        )
+        rows = dict(zip(missing, fresh, strict=True))
+        matrix = np.asarray(
+            [rows[i] if v is None else v for i, v in enumerate(found.vectors)], np.float32
+        ).reshape(len(found.units), self.embedder.dimension)
+        if progress is not None:
+            progress(len(found.units), len(found.units))
+        new = 0
+        if found.units:
+            with self._lock:
+                new = self.snapshots.write(ns, found.units, matrix)
+        sessions = {(u.context.conversation_id, u.context.session_id) for u in found.units}
+        return IngestReport(
+            conversations=len({c for c, _ in sessions}),
+            sessions=len(sessions),
+            turns=len({(u.context.conversation_id, t) for u in found.units for t in u.source_ids}),
+            units=len(found.units),
+            new_units=new,
+        )
+
+    def explain(
+        self,
+        question: str,
+        *,
+        k: int = DEFAULT_K,
+        at: datetime | None = None,
+        namespace: str | None = None,
+    ) -> str:
+        """One self-contained HTML page explaining the recall of ``question``: the
+        namespace's timeline of sessions and events (inline SVG) with the recall frame drawn
+        on it (grounded windows, the anchor, now), and the ranked evidence with its "why
+        valid" readings beside content-only's ranking (:mod:`ramem_core.explain`). Nothing in
+        it is loaded from the network."""
+        from ramem_core.retrieval import CONTENT_ONLY
+
+        ns = self._ns(namespace)
+        found = self.recall(question, k=k, at=at, namespace=ns)
+        content = RaMem(self.store, config=CONTENT_ONLY, namespace=ns, files=None)
+        try:
+            plain = content.recall(question, k=k, at=at)
+        finally:
+            content.close()
+        units = self._reading(ns, lambda snap: list(snap.units))
+        return explain.page(question, found, plain.evidence, explain.sessions_of(units), ns)
 
     # ------------------------------------------------------------------ deleting
 

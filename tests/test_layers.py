@@ -41,6 +41,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ramem_core.embedding",
             "ramem_core.llm",
             "ramem_core.loaders",
+            "ramem_core.transfer",
+            "ramem_core.explain",
         ),
     ),
     ("facade", ("ramem_core.memory", "ramem_core.keyed", "ramem_core.live")),

@@ -1,0 +1,121 @@
+"""The explain page: one self-contained HTML file, checked as text and in a real browser
+(Debian's headless Chromium; `.ci/run` installs it where it can)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ramem_core import RaMem
+from ramem_core.explain import SESSION, WINDOW
+from ramem_core.loaders import demo_conversation
+from ramem_core.testing import HashEmbedder, WordCounter
+
+QUESTION = "What did the doctor tell Alice in February?"
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    memory = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter(), namespace="explain")
+    conversation, _ = demo_conversation()
+    memory.add_conversation(conversation)
+    return memory.explain(QUESTION, k=10)
+
+
+def test_the_page_loads_nothing_from_the_network(page: str) -> None:
+    assert not re.search(r"<script|<link|<img|<iframe|@import|url\(|src=|href=", page, re.I)
+    assert "<script>alert(1)</script>" not in page  # memory text is escaped
+    assert "&lt;script&gt;" in page or "alert" not in page
+
+
+def test_the_page_shows_the_timeline_the_frame_and_both_rankings(page: str) -> None:
+    sessions = re.findall(r'class="session"[^>]*><title>session (S\d)', page)
+    assert sorted(sessions) == ["S1", "S2", "S3", "S4", "S5", "S6"]  # the demo's six
+    assert 'class="window"' in page  # 'in February', grounded
+    assert 'class="now"' in page
+    assert "-&gt; February 2023 (grounded" in page
+    assert "RaMem: valid first" in page
+    assert "Content-only (dense + BM25)" in page
+    assert "within &#x27;in February&#x27;" in page  # a "why valid" reading
+
+
+def test_the_anchor_of_a_relation_is_drawn() -> None:
+    from dataclasses import replace
+
+    from ramem_core.explain import sessions_of, timeline
+    from ramem_core.types import Recall, Relation, TimeConstraint
+
+    memory = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter(), namespace="anch")
+    conversation, _ = demo_conversation()
+    memory.add_conversation(conversation)
+    found = memory.recall("What did the doctor say after the half marathon?")
+    anchor = found[0].unit
+    assert anchor.context.session_span is not None
+    window = replace(anchor.context.session_span, end=found.frame.now)  # type: ignore[arg-type]
+    after = TimeConstraint(
+        "after the half marathon",
+        window,
+        True,
+        Relation.AFTER,
+        "the half marathon",
+        "found",
+        anchor.id,
+    )
+    frame = replace(found.frame, times=(after,))
+    svg = timeline(sessions_of(memory.store.get("anch")), Recall(frame, found.evidence), [])
+    assert 'class="anchor"' in svg
+    assert 'class="window"' in svg
+
+
+def _browser() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.skip(
+            "Debian's chromium is not installed (apt-get install chromium): the explain "
+            "page's browser test needs a real browser"
+        )
+    return found
+
+
+def test_a_screenshot_of_the_page_shows_the_timeline_and_the_window(
+    page: str, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    browser = _browser()
+    html = tmp_path / "page.html"
+    html.write_text(page, encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    run = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--host-resolver-rules=MAP * ~NOTFOUND",  # nothing could load, had it tried
+            "--window-size=1100,800",
+            f"--screenshot={shot}",
+            html.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shot.exists(), run.stderr[-2000:]
+    import numpy as np
+
+    pixels = np.asarray(Image.open(shot).convert("RGB"), dtype=np.int16)
+
+    def near(color: tuple[int, ...], tolerance: int = 8) -> int:
+        close = np.abs(pixels - np.asarray(color, dtype=np.int16)) <= tolerance
+        return int(close.all(axis=2).sum())
+
+    session = tuple(int(SESSION[i : i + 2], 16) for i in (1, 3, 5))
+    window = tuple(round(0.25 * int(WINDOW[i : i + 2], 16) + 0.75 * 255) for i in (1, 3, 5))
+    assert near(session) > 200  # the sessions on the timeline (and the legend's swatch)
+    assert near(window) > 2000  # the grounded window: a band across the timeline

@@ -1,0 +1,129 @@
+"""Seeing and moving memory: listing newest first, export and import (issue 32)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ramem_core import InvalidInputError, Kind, RaMem
+from ramem_core.loaders import demo_conversation
+from ramem_core.testing import HashEmbedder, WordCounter
+
+T0 = datetime(2024, 3, 1, 9, 0)
+
+
+def _memory(path: Path | None = None, **kwargs: object) -> RaMem:
+    if path is None:
+        return RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter(), **kwargs)  # type: ignore[arg-type]
+    return RaMem.open(path, embedder=HashEmbedder(), counter=WordCounter(), **kwargs)  # type: ignore[arg-type]
+
+
+def _top10(memory: RaMem, namespace: str) -> list[list[tuple[str, str]]]:
+    _, questions = demo_conversation()
+    return [
+        [
+            (e.unit.id, e.unit.content)
+            for e in memory.recall(q["question"], k=10, namespace=namespace)
+        ]
+        for q in questions
+    ]
+
+
+def test_memories_page_newest_first_with_filters() -> None:
+    memory = _memory(namespace="lst")
+    said = [
+        memory.add_turn("Ana", f"Note {i} about pottery.", at=T0 + timedelta(days=i))
+        for i in range(5)
+    ]
+    question = memory.add_turn(
+        "Ana", "What about pottery?", at=T0 + timedelta(days=9), kind=Kind.QUESTION
+    )
+    assert [u.id for u in memory.memories()] == [question.id, *(u.id for u in reversed(said))]
+    first = memory.memories(limit=2)
+    second = memory.memories(limit=2, after=first[-1].id)
+    assert [u.id for u in first + second] == [u.id for u in memory.memories()][:4]
+    assert [u.id for u in memory.memories(kind="question")] == [question.id]
+    assert [u.id for u in memory.memories(kind=Kind.STATEMENT, since=T0 + timedelta(days=3))] == [
+        said[4].id,
+        said[3].id,
+    ]
+    assert memory.memory(said[0].id) == memory.store.get("lst", ids=[said[0].id])[0]
+    assert memory.memory("nope") is None
+    assert memory.memories(namespace="nobody") == []
+    for bad, message in (
+        ({"kind": "fact"}, "kind must be one of"),
+        ({"after": "nope"}, "not the id of a listed memory"),
+        ({"limit": 0}, "limit"),
+    ):
+        with pytest.raises(InvalidInputError, match=message):
+            memory.memories(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("vectors", [False, True])
+def test_an_export_imported_elsewhere_recalls_the_same(tmp_path: Path, vectors: bool) -> None:
+    """Into another namespace and another directory: the same top 10 for every question of
+    the shipped demo; importing twice stores once."""
+    conversation, _ = demo_conversation()
+    with _memory(tmp_path / "a") as source:
+        source.add_conversation(conversation)
+        source.add_turn("Alice", "I booked a pottery class.", at=datetime(2023, 12, 1))
+        source.put("profile", "Alice is vegetarian.", at=datetime(2023, 12, 2))
+        before = _top10(source, "default")
+        assert source.export(tmp_path / "m.jsonl", vectors=vectors) == source.count()
+        source.import_from(tmp_path / "m.jsonl", namespace="copy")
+        assert _top10(source, "copy") == before
+        assert source.get_keyed(["profile"], namespace="copy")  # keyed identity kept
+    with _memory(tmp_path / "b") as target:
+        report = target.import_from(tmp_path / "m.jsonl")
+        assert report.new_units == report.units
+        assert target.import_from(tmp_path / "m.jsonl").new_units == 0  # once
+        assert _top10(target, "default") == before
+        moved = {u.id: u for u in target.store.get("default")}
+    with _memory(tmp_path / "a") as source:
+        assert {u.id: u for u in source.store.get("default")} == moved  # every field
+
+
+def test_vectors_of_another_model_are_embedded_again(tmp_path: Path) -> None:
+    with RaMem.open(tmp_path / "a", embedder=HashEmbedder(64), counter=WordCounter()) as small:
+        small.add_turn("Ana", "I bought a red bicycle.", at=T0)
+        small.export(tmp_path / "m.jsonl", vectors=True)
+    with _memory(tmp_path / "b") as memory:
+        memory.import_from(tmp_path / "m.jsonl")
+        units, matrix = memory.store.load("default")
+        assert np.allclose(matrix, HashEmbedder().embed([u.content for u in units]))
+
+
+def test_a_bad_import_is_refused_whole(tmp_path: Path) -> None:
+    with _memory(tmp_path / "a") as source:
+        for i in range(3):
+            source.add_turn("Ana", f"Note {i}.", at=T0 + timedelta(minutes=i))
+        source.export(tmp_path / "m.jsonl")
+    lines = (tmp_path / "m.jsonl").read_text().splitlines()
+    broken = json.loads(lines[3])
+    broken["context"] = "nope"
+    cases = {
+        "bad line": [*lines[:3], json.dumps(broken)],
+        "truncated": lines[:3],
+        "other version": [lines[0].replace('"ramem_export": 1', '"ramem_export": 9'), *lines[1:]],
+        "reserved id": [*lines[:3], lines[3].replace(json.loads(lines[3])["id"], "~ramem-x")],
+        "not json": [*lines[:3], "{oops"],
+    }
+    messages = {
+        "bad line": "line 4: a memory needs id, content and context",
+        "truncated": "holds 2 memories, its header says 3",
+        "other version": "not the header of a RaMem export",
+        "reserved id": "which RaMem reserves",
+        "not json": "line 4 is not JSON",
+    }
+    with _memory(tmp_path / "b") as target:
+        for name, content in cases.items():
+            path = tmp_path / f"{name}.jsonl"
+            path.write_text("\n".join(content) + "\n")
+            with pytest.raises(InvalidInputError, match=messages[name]):
+                target.import_from(path)
+        assert target.count() == 0  # nothing written
+        assert not target.has_namespace("default")
