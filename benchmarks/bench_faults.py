@@ -403,9 +403,12 @@ def server_faults(cycles: int) -> dict[str, Any]:
                 memory.drop()
                 memory.close()
                 print(f"  stalled server, {label}: done", flush=True)
-        for label, chroma_only in (("RaMem close", False), ("Chroma's close alone (before)", True)):
+        from ramem_core.store import chroma as chroma_store
 
-            def cycle(chroma_only: bool = chroma_only) -> None:
+        variants = (("RaMem now (one shared client)", False), ("a client per open (before)", True))
+        for label, per_open in variants:
+
+            def cycle(per_open: bool = per_open) -> None:
                 memory = RaMem.open(
                     host="127.0.0.1",
                     port=port,
@@ -414,11 +417,10 @@ def server_faults(cycles: int) -> dict[str, Any]:
                     namespace="cycles",
                 )
                 memory.count()
-                if chroma_only:
-                    with mock.patch("ramem_core.store.chroma._session", return_value=None):
-                        memory.close()
-                else:
-                    memory.close()
+                memory.close()
+                if per_open:  # as before: a new HttpClient each open, closed by Chroma alone
+                    memory.store.client.close()  # type: ignore[attr-defined]
+                    chroma_store._SHARED_CLIENTS.clear()
 
             for _ in range(10):
                 cycle()
@@ -533,6 +535,9 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=200, help="open/close cycles per variant")
     parser.add_argument("--lifetimes", type=int, default=1000)
     parser.add_argument("--skip-server", action="store_true")
+    parser.add_argument(
+        "--only-server", action="store_true", help="rerun the server part into the result file"
+    )
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args()
     result: dict[str, Any] = {

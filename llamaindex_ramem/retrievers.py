@@ -10,29 +10,24 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ramem_core import DEFAULT_K, Evidence, RaMem
-from ramem_core.synthesis import evidence_metadata, quote, render
-
-
-def relevance(evidence: Evidence) -> float:
-    """The evidence's content score (RaMem's fused ranking score without the step that moves
-    frame-consistent memories ahead)."""
-    return evidence.score - (1.0 if evidence.contextual else 0.0)
+from ramem_core.synthesis import calibrated_score, evidence_metadata, quote, render
 
 
 def evidence_to_node(
     evidence: Evidence,
     text: Literal["situated", "content"] = "situated",
     *,
-    best: float | None = None,
+    embedder: str | None = None,
 ) -> NodeWithScore:
     """One piece of evidence as a scored ``TextNode`` with flat episodic metadata.
 
-    The node's score is on a 0-1 scale: the evidence's content relevance over ``best``, the
-    highest relevance among the evidence returned with it (1.0 for the best match), so
-    ``SimilarityPostprocessor(similarity_cutoff=0.5)`` keeps the memories at least half as
-    relevant as the best one. Nodes stay in RaMem's order (valid first), so scores need not
-    fall with rank. RaMem's own score is in ``metadata["score"]``. Without ``best``, the
-    node's score is RaMem's own."""
+    With ``embedder`` (the memory's embedder's name), the node's score is calibrated on a 0-1
+    scale (:func:`ramem_core.synthesis.calibrated_score`): 0.5 separates nodes more like
+    evidence from the rest, so ``SimilarityPostprocessor(similarity_cutoff=0.5)`` keeps the
+    likely evidence (``benchmarks/results/score_calibration.json`` says how much of it, and
+    how much of the rest it drops). Nodes stay in RaMem's order (valid first): scores need not
+    fall with rank. RaMem's own ranking score is in ``metadata["score"]``; without
+    ``embedder``, the node's score is that one."""
     # bare content is quoted too: a memory must not be able to close a tag in the prompt
     content = quote(evidence.unit.content)
     body = render(evidence, evidence.rank) if text == "situated" else content
@@ -45,16 +40,15 @@ def evidence_to_node(
         excluded_llm_metadata_keys=list(metadata),
         excluded_embed_metadata_keys=list(metadata),
     )
-    if best is None or best <= 0:
+    if embedder is None:
         return NodeWithScore(node=node, score=evidence.score)
-    return NodeWithScore(node=node, score=min(1.0, max(0.0, relevance(evidence) / best)))
+    return NodeWithScore(node=node, score=calibrated_score(evidence, embedder))
 
 
 def _nodes(
-    evidence: Sequence[Evidence], text: Literal["situated", "content"]
+    evidence: Sequence[Evidence], text: Literal["situated", "content"], embedder: str
 ) -> list[NodeWithScore]:
-    best = max((relevance(e) for e in evidence), default=0.0)
-    return [evidence_to_node(e, text, best=best) for e in evidence]
+    return [evidence_to_node(e, text, embedder=embedder) for e in evidence]
 
 
 class RaMemRetriever(BaseRetriever):
@@ -93,10 +87,10 @@ class RaMemRetriever(BaseRetriever):
         evidence = self.memory.recall(
             query_bundle.query_str, self.k, at=self.at, namespace=self.namespace
         )
-        return _nodes(evidence, self.text)
+        return _nodes(evidence, self.text, self.memory.embedder.name)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         evidence = await self.memory.arecall(  # in a worker thread: the loop stays free
             query_bundle.query_str, self.k, at=self.at, namespace=self.namespace
         )
-        return _nodes(evidence, self.text)
+        return _nodes(evidence, self.text, self.memory.embedder.name)

@@ -8,6 +8,9 @@ can close its tag or pose as the prompt's own instructions.
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -273,3 +276,47 @@ def asked_on(now: datetime | None) -> str:
     if now is None:
         return "unknown"
     return f"{now:%A} {now.day} {now:%B %Y, %H:%M}"
+
+
+# --------------------------------------------------------------------------- scores shown
+
+SCORE_FEATURES = ("cosine", "reciprocal_rank", "contextual")
+"""What a calibrated score is made of: the memory's cosine to the question, its reciprocal
+rank in RaMem's list, and whether it meets the recall frame (1 or 0)."""
+SCORE_CALIBRATION = "minilm-evidence-balanced-v1"
+"""Chosen on LoCoMo dev's choose part (conv-26/30/41): ``results/score_calibration.json``.
+
+The calibration framework adapters show scores with, written by ``python
+benchmarks/fit_scores.py`` to ``ramem_core/_data/score_calibration.json``."""
+
+
+@functools.cache
+def _calibration(name: str) -> tuple[str, tuple[float, ...], float]:
+    """The embedder, feature weights and intercept of the calibration ``name``."""
+    from importlib import resources
+
+    from ramem_core.errors import ModelUnavailableError
+
+    path = resources.files("ramem_core").joinpath("_data").joinpath("score_calibration.json")
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))[name]
+        weights = tuple(float(entry["weights"][f]) for f in SCORE_FEATURES)
+        return str(entry["embedder"]), weights, float(entry["intercept"])
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        msg = f"score calibration {name!r} is not in {path}: run benchmarks/fit_scores.py"
+        raise ModelUnavailableError(msg) from exc
+
+
+def calibrated_score(evidence: Evidence, embedder: str, name: str = SCORE_CALIBRATION) -> float:
+    """How likely ``evidence`` is to be evidence for its question, on a 0-1 scale where 0.5
+    separates nodes more like evidence from the rest (:data:`SCORE_CALIBRATION`: a logistic
+    of :data:`SCORE_FEATURES`, the two classes weighted equally). Calibrated for the shipped
+    MiniLM; with another ``embedder`` the score is the cosine itself, clipped to 0-1
+    (uncalibrated)."""
+    cosine = evidence.dense_score if evidence.dense_score is not None else 0.0
+    fitted_for, weights, intercept = _calibration(name)
+    if embedder != fitted_for:
+        return min(1.0, max(0.0, cosine))
+    features = (cosine, 1.0 / evidence.rank, 1.0 if evidence.contextual else 0.0)
+    z = intercept + sum(w * x for w, x in zip(weights, features, strict=True))
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))

@@ -7,6 +7,7 @@ vectors always come from RaMem's embedder, never from Chroma's default embedding
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
@@ -50,6 +51,10 @@ its next write."""
 DEFAULT_TIMEOUT = (5.0, 60.0)
 """Seconds to connect to a Chroma server and to wait for each reply (a read of 100k memories
 is many replies): a stalled server becomes a :class:`StoreError` instead of a hang."""
+_SHARED_CLIENTS: dict[tuple[Any, ...], Any] = {}
+"""The Chroma HTTP clients of this process, one per server, headers, tenant, database and
+timeout (:meth:`ChromaStore.http`), closed when the process exits."""
+_SHARED_LOCK = threading.Lock()
 _BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every backend
 _OPEN_COLLECTIONS = 32  # collection handles kept open (each holds file descriptors locally)
 Where = Mapping[str, Any]
@@ -210,6 +215,18 @@ def _serving_process(directory: Path) -> int | None:
         except OSError:  # gone meanwhile, or not ours to read
             continue
     return None
+
+
+@atexit.register
+def _close_shared_clients() -> None:
+    with _SHARED_LOCK:
+        for client in _SHARED_CLIENTS.values():
+            session = _session(client)
+            with suppress(Exception):
+                client.close()
+            if session is not None:
+                session.close()
+        _SHARED_CLIENTS.clear()
 
 
 def _check_snapshot_dir(snapshot_dir: object) -> None:
@@ -426,31 +443,50 @@ class ChromaStore:
         _check_snapshot_dir(snapshot_dir)
         where = f"{'https' if ssl else 'http'}://{host}:{port}"
         limits = _timeout(timeout)
-        try:  # Chroma's client waits for ever: ask first, within the timeout
-            httpx.get(f"{where}/api/v2/heartbeat", timeout=limits, headers=dict(headers or {}))
-        except httpx.TimeoutException as exc:
-            msg = f"the Chroma server at {where} did not answer within {limits.read:g} s: {exc}"
-            raise StoreError(msg) from exc
-        except httpx.HTTPError as exc:
-            msg = f"cannot reach the Chroma server at {where}: {exc}"
-            raise StoreError(msg) from exc
-        try:
-            client = chromadb.HttpClient(
-                host=host,
-                port=port,
-                ssl=ssl,
-                headers=dict(headers) if headers is not None else None,
-                settings=_settings(),
-                tenant=tenant or DEFAULT_TENANT,
-                database=database or DEFAULT_DATABASE,
-            )
-        except Exception as exc:  # chromadb raises plain exceptions when the server is down
-            msg = f"cannot reach the Chroma server at {where}: {exc}"
-            raise StoreError(msg) from exc
-        session = _session(client)
-        if session is not None:
-            session.timeout = limits
-        store = cls.of_client(client, embedder, snapshot_dir=snapshot_dir, owns_client=True)
+        key = (
+            where,
+            tuple(sorted((headers or {}).items())),
+            tenant or DEFAULT_TENANT,
+            database or DEFAULT_DATABASE,
+            (limits.connect, limits.read),
+        )
+        with _SHARED_LOCK:
+            client = _SHARED_CLIENTS.get(key)
+            if client is None:
+                try:  # Chroma's client waits for ever: ask first, within the timeout
+                    httpx.get(
+                        f"{where}/api/v2/heartbeat", timeout=limits, headers=dict(headers or {})
+                    )
+                except httpx.TimeoutException as exc:
+                    msg = (
+                        f"the Chroma server at {where} did not answer within "
+                        f"{limits.read:g} s: {exc}"
+                    )
+                    raise StoreError(msg) from exc
+                except httpx.HTTPError as exc:
+                    msg = f"cannot reach the Chroma server at {where}: {exc}"
+                    raise StoreError(msg) from exc
+                try:
+                    client = chromadb.HttpClient(
+                        host=host,
+                        port=port,
+                        ssl=ssl,
+                        headers=dict(headers) if headers is not None else None,
+                        settings=_settings(),
+                        tenant=tenant or DEFAULT_TENANT,
+                        database=database or DEFAULT_DATABASE,
+                    )
+                except Exception as exc:  # chromadb raises plain exceptions when it is down
+                    msg = f"cannot reach the Chroma server at {where}: {exc}"
+                    raise StoreError(msg) from exc
+                session = _session(client)
+                if session is not None:
+                    session.timeout = limits
+                _SHARED_CLIENTS[key] = client
+        # the client is shared by every store of this process on the same server, settings
+        # and timeout, and lives until the process exits: each chromadb.HttpClient keeps
+        # about 0.8 MB that its close() never gives back, so an open/close loop would grow
+        store = cls.of_client(client, embedder, snapshot_dir=snapshot_dir, owns_client=False)
         store.remote = True
         return store
 

@@ -325,3 +325,42 @@ def test_a_piped_answer_to_a_confirmation_is_read(
     assert ("dropped namespace 'default'" in captured.out) is dropped
     assert main([*db, "namespaces"]) == 0
     assert ("default" in capsys.readouterr().out) is not dropped
+
+
+def test_list_show_export_import_and_explain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The four commands a user reaches for next: see, move and explain a namespace."""
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json")]) == 0
+    capsys.readouterr()
+    assert main([*db, "list", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 4
+    assert [r["said_at"] for r in rows] == sorted((r["said_at"] for r in rows), reverse=True)
+    assert main([*db, "list", "--limit", "1"]) == 0
+    captured = capsys.readouterr()
+    [line] = captured.out.splitlines()
+    assert line.startswith(rows[0]["id"])
+    assert f"more: --after {rows[0]['id']}" in captured.err
+    assert main([*db, "list", "--limit", "3", "--after", rows[0]["id"], "--json"]) == 0
+    assert [json.loads(x)["id"] for x in capsys.readouterr().out.splitlines()] == [
+        r["id"] for r in rows[1:]
+    ]
+    assert main([*db, "show", rows[1]["id"]]) == 0
+    shown = capsys.readouterr().out
+    assert f"id: {rows[1]['id']}" in shown
+    assert "session_start" in shown  # the full context
+    assert main([*db, "show", "nope"]) == 1
+    assert "no memory with id 'nope'" in capsys.readouterr().err
+    export = tmp_path / "m.jsonl"
+    assert main([*db, "export", "--out", str(export)]) == 0
+    assert main([*db, "--namespace", "copy", "import", str(export)]) == 0
+    assert "imported 4 memories (4 new)" in capsys.readouterr().out
+    assert main([*db, "--namespace", "copy", "list", "--json"]) == 0
+    assert [json.loads(x) for x in capsys.readouterr().out.splitlines()] == rows
+    page = tmp_path / "page.html"
+    assert main([*db, "explain", "When did Caroline go?", "--out", str(page)]) == 0
+    assert "<svg" in page.read_text(encoding="utf-8")
+    assert main([*db, "--namespace", "nobody", "list"]) == 1
+    assert "'nobody' does not exist" in capsys.readouterr().err

@@ -228,6 +228,7 @@ def test_a_store_on_a_server_has_no_files_unless_given_a_directory(
         chromadb, "HttpClient", lambda **kw: chromadb.EphemeralClient(kw["settings"])
     )
     monkeypatch.setattr(httpx, "get", lambda *a, **kw: None)
+    monkeypatch.setattr("ramem_core.store.chroma._SHARED_CLIENTS", {})
     store = ChromaStore.http("127.0.0.1", 9, HashEmbedder())
     assert store.snapshot_dir is None
     assert RaMem(store).snapshots.files is None
@@ -423,7 +424,8 @@ def test_a_servers_workers_share_a_snapshot_directory(
     monkeypatch.setattr(
         chromadb, "HttpClient", lambda **kw: chromadb.EphemeralClient(kw["settings"])
     )
-    monkeypatch.setattr(httpx, "get", lambda *a, **kw: None)  # no server to ask first
+    monkeypatch.setattr(httpx, "get", lambda *a, **kw: None)
+    monkeypatch.setattr("ramem_core.store.chroma._SHARED_CLIENTS", {})
     shared = tmp_path / "snapshots"
 
     def worker() -> RaMem:

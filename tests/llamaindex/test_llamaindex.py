@@ -18,7 +18,7 @@ from llama_index.core.schema import MetadataMode, QueryBundle
 from llamaindex_ramem import LlamaIndexEmbedder, LlamaIndexLLM, RaMemMemoryBlock, RaMemRetriever
 from llamaindex_ramem.retrievers import evidence_to_node
 from ramem_core import ChromaStore, RaMem
-from ramem_core.testing import WordCounter
+from ramem_core.testing import HashEmbedder, WordCounter
 from ramem_core.types import EpisodicContext, Evidence, MemoryUnit
 from tests.conftest import two_trips
 
@@ -48,14 +48,21 @@ async def test_sync_and_async_agree(memory: RaMem, use_async: bool) -> None:
     assert len(nodes) == 2
 
 
-def test_query_engine_with_mock_llm_and_postprocessor(memory: RaMem) -> None:
+class _CalibratedFake(HashEmbedder):
+    """The hash embedder under the shipped model's name: nodes get calibrated scores (the
+    calibration is the shipped model's; here only its shape is tested)."""
+
+    name = "all-MiniLM-L6-v2-onnx-int8"
+
+
+def test_query_engine_with_mock_llm_and_postprocessor() -> None:
+    memory = RaMem.ephemeral(embedder=_CalibratedFake(), counter=WordCounter(), namespace="qe")
     memory.add_conversation(two_trips())
     memory.add_turn("Ann", "My printer ran out of toner.", at=datetime(2023, 9, 2))
     retriever = RaMemRetriever(memory, k=7)
     nodes = retriever.retrieve(QUESTION)
     scores = [n.score for n in nodes]
     assert all(s is not None and 0.0 <= s <= 1.0 for s in scores)  # documented 0-1 scale
-    assert max(s for s in scores if s is not None) == 1.0  # the best match
     assert all(isinstance(n.node.metadata["score"], float) for n in nodes)  # RaMem's own
     engine = RetrieverQueryEngine.from_args(
         retriever,
@@ -66,6 +73,7 @@ def test_query_engine_with_mock_llm_and_postprocessor(memory: RaMem) -> None:
     kept = [n.node.node_id for n in response.source_nodes]
     assert kept == [n.node.node_id for n in nodes if n.score is not None and n.score >= 0.5]
     assert 0 < len(kept) < len(nodes)  # it keeps the relevant ones, drops the toner
+    assert not any("toner" in n.node.get_content() for n in response.source_nodes)
     assert response.source_nodes[0].node.metadata["source_ids"] == "S3:1"
     # MockLLM echoes its prompt: the situated memory reached the LLM with its coordinates
     assert 'said="28 August 2023, 21:00"' in str(response)
@@ -148,9 +156,10 @@ def test_the_retriever_reads_its_own_namespace_only(memory: RaMem) -> None:
     assert [n.node.metadata["content"] for n in bo] == ["Bo: I ate grilled sardines in Porto."]
 
 
-def test_the_readme_llamaindex_snippet_works_as_written(memory: RaMem) -> None:
+def test_the_readme_llamaindex_snippet_works_as_written() -> None:
     from pathlib import Path
 
+    memory = RaMem.ephemeral(embedder=_CalibratedFake(), counter=WordCounter(), namespace="rd")
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     blocks = readme.split("## LangChain and LlamaIndex")[1].split("```python")[1:]
     block = next(b.split("```")[0] for b in blocks if "llamaindex_ramem" in b)
@@ -179,3 +188,19 @@ async def test_the_memory_block_grounds_at_its_clock_and_nodes_say_their_kind(
     empty = RaMemMemoryBlock(memory=memory, namespace="new-user")
     assert await empty.aget(asked) == ""
     assert RaMemRetriever(memory, namespace="new-user").retrieve("anything") == []
+
+
+def test_calibrated_scores_separate_by_cosine_rank_and_fall_back_for_other_models() -> None:
+    from ramem_core.synthesis import calibrated_score
+
+    unit = MemoryUnit("u", "Ann: hi", EpisodicContext("s", "c", None))
+    shipped = _CalibratedFake.name
+
+    def score(cosine: float, rank: int, embedder: str = shipped) -> float:
+        return calibrated_score(Evidence(unit, 1.0, rank, dense_score=cosine), embedder)
+
+    assert score(0.6, 1) > 0.5 > score(0.2, 8)  # the top match kept, a far one dropped
+    assert score(0.7, 3) > score(0.3, 3)  # more similar, more likely evidence
+    assert score(0.5, 2) > score(0.5, 6)  # higher in RaMem's list, more likely evidence
+    assert all(0.0 <= score(c, r) <= 1.0 for c in (-1.0, 0.0, 1.0) for r in (1, 10, 1000))
+    assert score(0.42, 1, "hash-embedder") == 0.42  # another model: the cosine, uncalibrated
