@@ -540,6 +540,12 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args()
+    if args.only_server:
+        result = json.loads(args.out.read_text())
+        result["server"] = server_faults(args.cycles)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        _print(result)
+        return
     result: dict[str, Any] = {
         "command": "python benchmarks/bench_faults.py",
         "cpus": os.cpu_count(),

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ramem_core.errors import InvalidInputError, reply_text
+from ramem_core.errors import InvalidInputError, ModelReplyError, reply_text
 from ramem_core.prompts import ANSWER_PROMPT, CONTEXT_PROMPT
 from ramem_core.protocols import LLM, TokenCounter
 from ramem_core.temporal import describe
@@ -254,7 +254,11 @@ def build_prompt(question: str, context: ContextBlock, now: datetime | None) -> 
 def answer(question: str, context: ContextBlock, llm: LLM, now: datetime | None) -> Answer:
     """Ask ``llm`` to answer ``question`` from ``context``."""
     prompt = build_prompt(question, context, now)
-    return Answer(reply_text(llm.complete(prompt), llm).strip(), prompt, context)
+    text = reply_text(llm.complete(prompt), llm).strip()
+    if not text:
+        msg = f"the model {type(llm).__name__} returned an empty answer"
+        raise ModelReplyError(msg)
+    return Answer(text, prompt, context)
 
 
 def system_context(context: ContextBlock) -> str:

@@ -34,7 +34,7 @@ from ramem_core import (
     Turn,
 )
 from ramem_core.cli import main
-from ramem_core.testing import HashEmbedder, WordCounter
+from ramem_core.testing import FakeLLM, HashEmbedder, WordCounter
 from tests.conftest import FIXTURES, two_trips
 
 Json = dict[str, Any]
@@ -847,6 +847,12 @@ READS = [
     Bad("format None", lambda c: c.memory.format(None), I, "format needs the evidence"),  # type: ignore[arg-type]
     Bad("format a string", lambda c: c.memory.format("text"), I, "got str"),  # type: ignore[arg-type]
     Bad("format ints", lambda c: c.memory.format([1]), I, "evidence[0] must be an Evidence"),  # type: ignore[list-item]
+    Bad(
+        "answer from a model that returns an empty string",
+        lambda c: c.memory.answer("What did Ben eat?", llm=FakeLLM("  ")),
+        ModelReplyError,
+        "returned an empty answer",
+    ),
     Bad(
         "answer from a model that returns None",
         lambda c: c.memory.answer("What did Ben eat?", llm=SilentModel()),
