@@ -71,12 +71,13 @@ def test_an_export_imported_elsewhere_recalls_the_same(tmp_path: Path, vectors: 
     with _memory(tmp_path / "a") as source:
         source.add_conversation(conversation)
         source.add_turn("Alice", "I booked a pottery class.", at=datetime(2023, 12, 1))
-        source.put("profile", "Alice is vegetarian.", at=datetime(2023, 12, 2))
+        source.put("profile", "Alice is vegetarian.", at=datetime(2023, 12, 2), payload="{}")
         before = _top10(source, "default")
         assert source.export(tmp_path / "m.jsonl", vectors=vectors) == source.count()
         source.import_from(tmp_path / "m.jsonl", namespace="copy")
         assert _top10(source, "copy") == before
-        assert source.get_keyed(["profile"], namespace="copy")  # keyed identity kept
+        [kept] = source.get_keyed(["profile"], namespace="copy").values()  # keyed identity
+        assert kept.payload == "{}"
     with _memory(tmp_path / "b") as target:
         report = target.import_from(tmp_path / "m.jsonl")
         assert report.new_units == report.units
