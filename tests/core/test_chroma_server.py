@@ -266,3 +266,21 @@ def test_open_close_cycles_through_a_server_share_one_client(chroma_server: int)
             memory.close()
         assert len({id(s.client) for s in stores}) == 1  # type: ignore[attr-defined]
         assert proxy.connections <= 3  # the probe's, and the shared client's pool
+
+
+@pytest.mark.slow
+def test_an_export_moves_a_memory_to_a_server_with_the_same_recall(
+    chroma_server: int, tmp_path: Path
+) -> None:
+    from ramem_core.loaders import demo_conversation
+
+    conversation, questions = demo_conversation()
+    with RaMem.open(tmp_path / "local", embedder=HashEmbedder(), counter=WordCounter()) as local:
+        local.add_conversation(conversation)
+        before = [[e.unit.id for e in local.recall(q["question"])] for q in questions]
+        local.export(tmp_path / "m.jsonl")
+    server = _client(chroma_server, "moved")
+    server.import_from(tmp_path / "m.jsonl")
+    assert [[e.unit.id for e in server.recall(q["question"])] for q in questions] == before
+    server.drop()
+    server.close()
