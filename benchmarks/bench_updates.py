@@ -15,7 +15,10 @@ Measures, over the top 10 of each run, at the question's own date:
 - ``latest_in@10``: some evidence turn of the latest evidence session is in the top 10.
 
 Runs: RaMem, content-only and RaMem without supersession (``no-supersession``), with paired
-bootstrap 95% intervals. The supersession settings (``state_similarity``,
+bootstrap 95% intervals; and the agent path (:func:`agent_path`): each question through
+``create_agent`` + ``RaMemMiddleware`` with the question's own date as the clock, checking
+that the model saw exactly ``recall(at=question date)``, with ``latest_first@10`` of what it
+saw. The supersession settings (``state_similarity``,
 ``state_kind_similarity``, ``answer_share``) are chosen on the choose part from a small grid
 (:data:`GRID`); the report part is measured once with the chosen ones. Writes
 ``benchmarks/results/bench_updates.json``; embeddings are cached under ``results/updates``.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -37,7 +41,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_splits import _embedder, _interval, lme_items  # noqa: E402
 
-from ramem_core import RaMem, RetrievalConfig  # noqa: E402
+from ramem_core import Evidence, RaMem, RetrievalConfig  # noqa: E402
 from ramem_core.evaluation import harness  # noqa: E402
 from ramem_core.loaders import (  # noqa: E402
     _longmemeval_sessions,
@@ -89,7 +93,11 @@ def questions() -> list[dict[str, Any]]:
 
 def measure(memory: RaMem, q: dict[str, Any], namespace: str) -> dict[str, float]:
     at = parse_timestamp(str(q["item"].get("question_date", "")))
-    found = memory.recall(q["item"]["question"], 10, at=at, namespace=namespace)
+    return latest(memory.recall(q["item"]["question"], 10, at=at, namespace=namespace), q)
+
+
+def latest(found: Sequence[Evidence], q: dict[str, Any]) -> dict[str, float]:
+    """``latest_first@10`` and ``latest_in@10`` of the evidence ``found`` for ``q``."""
     first: str | None = None
     latest_in = False
     for e in found:
@@ -102,6 +110,52 @@ def measure(memory: RaMem, q: dict[str, Any], namespace: str) -> dict[str, float
         "latest_first@10": float(first is not None and first in q["latest"]),
         "latest_in@10": float(latest_in),
     }
+
+
+def agent_path(memory: RaMem, q: dict[str, Any]) -> dict[str, float]:
+    """``q`` asked through ``create_agent`` + ``RaMemMiddleware`` with the question's own date
+    as the clock: whether the model saw exactly ``recall(at=question date)`` (the same memories
+    in the same order, and their block in its system message), and ``latest_first@10`` of
+    what it saw."""
+    from langchain.agents import create_agent
+
+    from langchain_ramem import MemoryContext, RaMemMiddleware
+    from langchain_ramem.testing import ScriptedChatModel
+    from ramem_core.synthesis import system_context
+
+    at = parse_timestamp(str(q["item"].get("question_date", "")))
+    assert at is not None
+    question = q["item"]["question"]
+    blocks: list[Any] = []
+    situate = memory.situate
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        blocks.append(situate(*args, **kwargs))
+        return blocks[-1]
+
+    seen: list[str] = []
+
+    def reply(messages: list[Any]) -> str:
+        seen.append(next((str(m.content) for m in messages if m.type == "system"), ""))
+        return "Noted."
+
+    memory.situate = recorded  # type: ignore[method-assign]
+    try:
+        agent = create_agent(
+            ScriptedChatModel(default=reply),
+            middleware=[
+                RaMemMiddleware(memory, k=10, max_tokens=None, clock=lambda: at, record="none")
+            ],
+            context_schema=MemoryContext,
+        )
+        agent.invoke({"messages": [("user", question)]}, context=MemoryContext(q["namespace"]))
+    finally:
+        memory.situate = situate  # type: ignore[method-assign]
+    [block] = blocks
+    expected = memory.recall(question, 10, at=at, namespace=q["namespace"])
+    same = [e.unit.id for e in block.included] == [e.unit.id for e in expected]
+    shown = bool(seen) and system_context(block) in seen[0]
+    return {**latest(block.included, q), "same_as_recall": float(same and shown)}
 
 
 def main() -> None:
@@ -179,6 +233,13 @@ def main() -> None:
             for other in ("content", "no-supersession"):
                 pairs = [(a[m], b[m]) for a, b in zip(rows["ramem"], rows[other], strict=True)]
                 cell[m][f"ramem - {other}"] = _interval(pairs)
+        memory = RaMem(bench.store, config=chosen, counter=bench.counter)
+        agent = [agent_path(memory, q) for q in asked if q["part"] == part]
+        cell["agent path (create_agent + middleware, clock = question date)"] = {
+            "same_as_recall": mean(agent, "same_as_recall"),
+            "latest_first@10": mean(agent, "latest_first@10"),
+            "latest_in@10": mean(agent, "latest_in@10"),
+        }
         result["parts"][part] = cell
         print(f"\n{part} part ({len(ids)} questions)")
         for m in ("latest_first@10", "latest_in@10"):
@@ -187,6 +248,9 @@ def main() -> None:
             for other in ("content", "no-supersession"):
                 d, lo, hi = cell[m][f"ramem - {other}"]
                 print(f"    ramem - {other}: {d:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        print(
+            f"  agent path: {cell['agent path (create_agent + middleware, clock = question date)']}"
+        )
     RESULT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {RESULT} ({datetime.now():%H:%M})")
 
