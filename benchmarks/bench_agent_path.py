@@ -13,7 +13,10 @@
    fifth reply adds a wrong date); the middleware records the exchange. All questions are then
    asked again: Recall@10, D@1 and the share whose rank 1 is a recorded question or reply, for
    the default settings and for each variant of :data:`ECHO_VARIANTS`, side by side.
-3. **Before/after**: of the questions whose frame grounds a before/after relation, the share
+3. **The live clock** (``--clock-only`` runs it alone): each LongMemEval question asked
+   through ``create_agent`` + the middleware with its own question date as the clock; the
+   model must see exactly ``recall(at=question date)`` (:func:`clock_replay`).
+4. **Before/after**: of the questions whose frame grounds a before/after relation, the share
    whose rank-1 memory lies on the anchor's own side (it ends before an "after" window starts,
    or starts after a "before" window ends), Recall@10 and D@1, for the default and each
    setting of :data:`BEFORE_AFTER`.
@@ -393,11 +396,92 @@ def _print(title: str, summary: dict[str, Any]) -> None:
             )
 
 
+def asked_through_agent(memory: RaMem, question: str, namespace: str, at: datetime) -> bool:
+    """``question`` through ``create_agent`` + ``RaMemMiddleware`` with ``at`` as the clock:
+    True when the model saw exactly ``recall(question, at=at)`` (the same memories in the same
+    order) and their block in its system message."""
+    from langchain.agents import create_agent
+
+    from langchain_ramem import MemoryContext, RaMemMiddleware
+    from langchain_ramem.testing import ScriptedChatModel
+    from ramem_core.synthesis import system_context
+
+    blocks: list[Any] = []
+    situate = memory.situate
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        blocks.append(situate(*args, **kwargs))
+        return blocks[-1]
+
+    seen: list[str] = []
+
+    def reply(messages: list[Any]) -> str:
+        seen.append(next((str(m.content) for m in messages if m.type == "system"), ""))
+        return "Noted."
+
+    memory.situate = recorded  # type: ignore[method-assign]
+    try:
+        middleware = RaMemMiddleware(memory, k=10, max_tokens=None, clock=lambda: at, record="none")
+        agent = create_agent(
+            ScriptedChatModel(default=reply), middleware=[middleware], context_schema=MemoryContext
+        )
+        agent.invoke({"messages": [("user", question)]}, context=MemoryContext(namespace))
+    finally:
+        memory.situate = situate  # type: ignore[method-assign]
+    [block] = blocks
+    expected = memory.recall(question, 10, at=at, namespace=namespace)
+    same = [e.unit.id for e in block.included] == [e.unit.id for e in expected]
+    return same and bool(seen) and system_context(block) in seen[0]
+
+
+def clock_replay(embedder: Any, limit: int | None) -> dict[str, Any]:
+    """Every LongMemEval_S dev30/dev60 question asked through the agent at its own question
+    date (:func:`asked_through_agent`): the share whose model saw exactly
+    ``recall(at=question date)``, per part. ``latest_first@10`` on this path is measured by
+    ``bench_updates.py`` (the knowledge-update questions it is defined on)."""
+    from ramem_core.testing import InMemoryStore
+
+    memory = RaMem(InMemoryStore(embedder))
+    out: dict[str, Any] = {}
+    for split, path in LONGMEMEVAL.items():
+        if not path.exists():
+            continue
+        same: list[bool] = []
+        for item in json.loads(path.read_text(encoding="utf-8"))[:limit]:
+            qid = str(item["question_id"])
+            at = parse_timestamp(str(item.get("question_date", "")))
+            if qid.endswith("_abs") or at is None:
+                continue
+            namespace = re.sub(r"[^A-Za-z0-9._-]", "-", f"clock-{qid}")
+            memory.add_conversation(
+                _user_side(longmemeval_conversation(item, qid)), namespace=namespace
+            )
+            same.append(asked_through_agent(memory, item["question"], namespace, at))
+            memory.drop(namespace=namespace)
+            if len(same) % 10 == 0:
+                print(f"clock replay {split}: {len(same)} questions", flush=True)
+        out[split] = {"questions": len(same), "same_as_recall": sum(same) / max(len(same), 1)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, help="at most this many conversations per file")
     parser.add_argument("--out", default=str(ROOT / "results" / "agent_path"))
+    parser.add_argument(
+        "--clock-only",
+        action="store_true",
+        help="only the live-clock replay (written to results/agent_clock_replay.json)",
+    )
     args = parser.parse_args()
+    if args.clock_only:
+        embedder = CachedEmbedder(MiniLMEmbedder(), Path(args.out) / "embeddings.sqlite")
+        replay = clock_replay(embedder, args.limit)
+        print(json.dumps(replay, indent=1))
+        target = ROOT / "benchmarks" / "results" / "agent_clock_replay.json"
+        result = {"command": "python benchmarks/bench_agent_path.py --clock-only", **replay}
+        target.write_text(json.dumps(result, indent=1) + "\n")
+        return
     if not LOCOMO.exists() and not any(p.exists() for p in LONGMEMEVAL.values()):
         print("no LoCoMo or LongMemEval dev data under ../shared/data: nothing to run")
         return
@@ -434,6 +518,7 @@ def main() -> None:
             "longmemeval": {"choose": "dev30", "report": "dev60"},
         },
         "groups": groups,
+        "clock_replay": clock_replay(embedder, args.limit),
     }
     path = ROOT / "benchmarks" / "results" / "bench_agent_path.json"
     path.write_text(json.dumps(result, indent=2))

@@ -47,6 +47,8 @@ def successors(
     candidates = np.fromiter(dict.fromkeys(rows), dtype=np.int64)
     columns = snap.columns
     at = candidates[columns["states"][candidates]]
+    if threshold is None:  # a chain needs a shared kind of state: the rest can be in none
+        at = at[columns["state_kinds"][at] != 0]
     if len(at) < 2:
         return {}
     cosine = snap.vectors[at] @ snap.vectors[at].T
