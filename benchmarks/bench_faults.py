@@ -388,14 +388,14 @@ def server_faults(cycles: int) -> dict[str, Any]:
                     "error": outcome,
                 }
                 began = time.monotonic()
-                try:
+                try:  # another memory of this process: the shared client, then a first call
                     RaMem.open(
                         host="127.0.0.1", port=proxy.port, embedder=HashEmbedder(), **options
-                    )
-                    outcome = "opened"
+                    ).count()
+                    outcome = "answered"
                 except StoreError:
                     outcome = "StoreError"
-                out[f"stalled open, {label}"] = {
+                out[f"stalled open and count, {label}"] = {
                     "seconds": round(time.monotonic() - began, 2),
                     "error": outcome,
                 }
