@@ -483,6 +483,7 @@ class LLMAnchorer:
             people = [p for p in item.get("participants") or [] if isinstance(p, str) and p]
             entities = [e for e in item.get("entities") or [] if isinstance(e, str | int | float)]
             location = item.get("location")
+            updates = item.get("updates")
             context = EpisodicContext(
                 session_id=session.id,
                 conversation_id=conversation_id,
@@ -496,6 +497,7 @@ class LLMAnchorer:
                 speaker=", ".join(speakers),
                 session_index=index,
                 turn_index=begin + order[ids[0]],
+                state=" ".join(updates.split())[:120] if isinstance(updates, str) else "",
             )
             key = (*ids, f"llm#{number}")
             units.append(

@@ -159,3 +159,15 @@ def asks_earlier(query: str) -> bool:
     """True when ``query`` asks for an earlier value ("previous", "before I moved", "used
     to", "originally"): superseded statements are its evidence and keep their place."""
     return _EARLIER.search(query) is not None
+
+
+def state_key(state: str) -> int:
+    """A named state ("where Alice lives") as a number, equal for names that differ only in
+    case, punctuation and spacing; 0 for none."""
+    import hashlib
+
+    words = " ".join(re.findall(r"[a-z0-9']+", state.lower()))
+    if not words:
+        return 0
+    digest = int.from_bytes(hashlib.blake2b(words.encode(), digest_size=8).digest(), "little")
+    return (digest >> 1) or 1  # a positive int64, never 0

@@ -170,6 +170,9 @@ class EpisodicContext:
         session_index: position of the session in its conversation (0-based).
         turn_index: position of the first source turn inside its session (0-based).
         kind: a first-hand statement, a question or an assistant's reply (see :class:`Kind`).
+        state: the state this statement sets, as the LLM anchorer named it ("where Alice
+            lives"): later statements of the same person naming the same state supersede it,
+            whatever their words; empty when none was named.
     """
 
     session_id: str
@@ -185,6 +188,7 @@ class EpisodicContext:
     session_index: int = 0
     turn_index: int = 0
     kind: Kind = Kind.STATEMENT
+    state: str = ""
 
 
 @dataclass(frozen=True, slots=True)

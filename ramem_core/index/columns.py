@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.states import kind_bits, states_something, states_strictly
+from ramem_core.states import kind_bits, state_key, states_something, states_strictly
 from ramem_core.types import Kind, MemoryUnit, TimeSpan, to_epoch
 
 SessionKey = tuple[str, str]
@@ -66,6 +66,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("states", np.bool_, lambda u, _s: not _derived(u) and states_something(u.content)),
     Column("lasting", np.bool_, lambda u, _s: not _derived(u) and states_strictly(u.content)),
     Column("state_kinds", np.int64, lambda u, _s: 0 if _derived(u) else kind_bits(u.content)),
+    Column("state_key", np.int64, lambda u, _s: 0 if _derived(u) else state_key(u.context.state)),
     Column("said_at", np.int64, lambda u, _s: _end(u.context.session_span)),
     Column("turn", np.int64, lambda u, _s: u.context.turn_index),
 )

@@ -1,6 +1,6 @@
 """Stage 1 prompt: an LLM writes situated memory units for a window of turns."""
 
-ANCHOR_PROMPT_VERSION = "anchor-v1"
+ANCHOR_PROMPT_VERSION = "anchor-v2"
 
 ANCHOR_PROMPT = """\
 You turn a window of a conversation into long-term memories.
@@ -25,6 +25,11 @@ Reply with one JSON object and nothing else:
   "participants": ["<people involved>"],
   "location": "<place>" or null,
   "entities": ["<proper nouns, numbers>"],
-  "topic": "<a few keywords>"
+  "topic": "<a few keywords>",
+  "updates": "<the state this memory sets, in a few words>" or null
 }}]}}
-Use null for an event time that is not stated; never guess one."""
+Use null for an event time that is not stated; never guess one. Set "updates" only when the
+memory states something about a person that can change later and be stated anew (where they
+live or work, an appointment's date, a preference, how many of something they have), naming
+that state the same way whenever it comes up ("where Alice lives", "the date of Alice's
+dentist appointment"); use null otherwise."""

@@ -40,15 +40,18 @@ def successors(
     that does: said later by the same person, both stating something that can change, and
     about the same subject: the cosine of their vectors at least ``threshold`` (``None``:
     never on similarity alone), or at least ``kind_threshold`` when both speak of one kind
-    of state ("I live in Lisbon", "I moved to Porto": :func:`~ramem_core.states.state_kinds`).
+    of state ("I live in Lisbon", "I moved to Porto": :func:`~ramem_core.states.state_kinds`),
+    or both name the same state (the LLM anchorer's ``updates``:
+    :attr:`~ramem_core.types.EpisodicContext.state`), whatever their words.
     Read off the snapshot's columns (:mod:`ramem_core.index.columns`): no text is read here."""
     if snap.vectors is None:
         return {}
     candidates = np.fromiter(dict.fromkeys(rows), dtype=np.int64)
     columns = snap.columns
-    at = candidates[columns["states"][candidates]]
-    if threshold is None:  # a chain needs a shared kind of state: the rest can be in none
-        at = at[columns["state_kinds"][at] != 0]
+    named = columns["state_key"][candidates] != 0  # the LLM anchorer named its state
+    at = candidates[columns["states"][candidates] | named]
+    if threshold is None:  # a chain needs a shared kind or a named state: the rest, none
+        at = at[(columns["state_kinds"][at] != 0) | (columns["state_key"][at] != 0)]
     if len(at) < 2:
         return {}
     cosine = snap.vectors[at] @ snap.vectors[at].T
@@ -57,6 +60,8 @@ def successors(
         kinds = columns["state_kinds"][at]
         shared = (kinds[:, None] & kinds[None, :]) != 0
         similar |= shared & (cosine >= kind_threshold)
+    keys = columns["state_key"][at]
+    similar |= (keys[:, None] == keys[None, :]) & (keys != 0)[:, None]  # one named state
     said = columns["said_at"][at] * 100_000 + columns["turn"][at]  # when, then the turn
     names: dict[str, int] = {}
     speaker = np.array(

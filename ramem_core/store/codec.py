@@ -87,6 +87,7 @@ def to_metadata(unit: MemoryUnit) -> dict[str, Any]:
         "topic": ctx.topic,
         "source_ids": list(unit.source_ids) or [NONE],
         "kind": ctx.kind.value,
+        **({"state": ctx.state} if ctx.state else {}),
         **({"payload": unit.payload} if unit.payload else {}),
     }
 
@@ -115,6 +116,7 @@ def from_record(unit_id: str, document: str, meta: Mapping[str, Any]) -> MemoryU
         session_index=int(meta.get("session_index") or 0),
         turn_index=int(meta.get("turn_index") or 0),
         kind=Kind(str(meta.get("kind") or Kind.STATEMENT.value)),  # older records: statements
+        state=str(meta.get("state") or ""),
     )
     return MemoryUnit(
         unit_id, document, context, _list(meta, "source_ids"), str(meta.get("payload") or "")

@@ -140,3 +140,62 @@ def test_a_new_users_reads_are_empty_everywhere(memory: RaMem) -> None:
     assert memory.situate("What did I do last week?", namespace="new").text == ""
     assert not memory.frame("last week", namespace="new").is_grounded
     assert not memory.has_namespace("new")
+
+
+def test_the_llm_anchorers_named_state_chains_statements_whatever_their_words(
+    memory: RaMem,
+) -> None:
+    """The LLM anchorer may name the state a statement sets ("updates"): two statements of
+    one person naming the same state form a chain even with no shared state word and little
+    shared vocabulary, so "now" reads the later first and labels the earlier superseded."""
+    import json
+    import re
+
+    from ramem_core import Conversation, Session, Turn
+    from ramem_core.anchoring import LLMAnchorer
+    from ramem_core.testing import FakeLLM
+
+    said = {
+        "a1": ("Alice is renting a flat near the Alfama steps.", "Where Alice lives"),
+        "b1": (
+            "Alice says Porto is home these days; she got the keys in spring.",
+            "where alice lives.",
+        ),
+        "c1": ("Alice bakes sourdough on Sundays.", None),
+    }
+
+    def reply(prompt: str) -> str:
+        ids = re.findall(r"^(\S+) \| ", prompt, re.MULTILINE)
+        return json.dumps(
+            {
+                "memories": [
+                    {
+                        "content": said[i][0],
+                        "source_ids": [i],
+                        "event_time": None,
+                        "mentions": [],
+                        "participants": ["Alice"],
+                        "location": None,
+                        "entities": [],
+                        "topic": "",
+                        "updates": said[i][1],
+                    }
+                    for i in ids
+                ]
+            }
+        )
+
+    sessions = tuple(
+        Session(f"s{n}", (Turn(tid, "Alice", "..."),), datetime(2024, month, 5, 9))
+        for n, (tid, month) in enumerate((("a1", 1), ("c1", 2), ("b1", 5)), start=1)
+    )
+    units = LLMAnchorer(FakeLLM(reply)).anchor(Conversation("c", sessions, ("Alice",)))
+    assert [u.context.state for u in units] == ["Where Alice lives", "", "where alice lives."]
+    memory.add_units(units)
+    found = memory.recall("Where is Alice's home now?", k=3, at=datetime(2024, 6, 1))
+    by_turn = {e.unit.source_ids[0]: e for e in found}
+    ids = [e.unit.source_ids[0] for e in found]
+    assert ids.index("b1") < ids.index("a1")
+    assert by_turn["a1"].superseded is not None
+    assert by_turn["a1"].superseded.by == by_turn["b1"].unit.id
+    assert by_turn["c1"].superseded is None
