@@ -396,10 +396,12 @@ def _print(title: str, summary: dict[str, Any]) -> None:
             )
 
 
-def asked_through_agent(memory: RaMem, question: str, namespace: str, at: datetime) -> bool:
+def asked_through_agent(
+    memory: RaMem, question: str, namespace: str, at: datetime
+) -> tuple[bool, Any]:
     """``question`` through ``create_agent`` + ``RaMemMiddleware`` with ``at`` as the clock:
-    True when the model saw exactly ``recall(question, at=at)`` (the same memories in the same
-    order) and their block in its system message."""
+    whether the model saw exactly ``recall(question, at=at)`` (the same memories in the same
+    order, and their block in its system message), and the block it saw."""
     from langchain.agents import create_agent
 
     from langchain_ramem import MemoryContext, RaMemMiddleware
@@ -431,7 +433,7 @@ def asked_through_agent(memory: RaMem, question: str, namespace: str, at: dateti
     [block] = blocks
     expected = memory.recall(question, 10, at=at, namespace=namespace)
     same = [e.unit.id for e in block.included] == [e.unit.id for e in expected]
-    return same and bool(seen) and system_context(block) in seen[0]
+    return same and bool(seen) and system_context(block) in seen[0], block
 
 
 def clock_replay(embedder: Any, limit: int | None) -> dict[str, Any]:
@@ -456,7 +458,7 @@ def clock_replay(embedder: Any, limit: int | None) -> dict[str, Any]:
             memory.add_conversation(
                 _user_side(longmemeval_conversation(item, qid)), namespace=namespace
             )
-            same.append(asked_through_agent(memory, item["question"], namespace, at))
+            same.append(asked_through_agent(memory, item["question"], namespace, at)[0])
             memory.drop(namespace=namespace)
             if len(same) % 10 == 0:
                 print(f"clock replay {split}: {len(same)} questions", flush=True)

@@ -34,9 +34,15 @@ import chromadb
 import numpy as np
 
 from ramem_core import RaMem, StoreError, UncertainWriteError
-from ramem_core.index.files import SnapshotFiles, _digest, pack, unpack
+from ramem_core.index.files import SnapshotFiles
 from ramem_core.store.chroma import VERSION_ID, ChromaStore, _settings
-from ramem_core.testing import HashEmbedder, StallingProxy, WordCounter, serve_chroma
+from ramem_core.testing import (
+    HashEmbedder,
+    StallingProxy,
+    WordCounter,
+    rewrite_snapshot_file,
+    serve_chroma,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "benchmarks" / "results" / "bench_faults.json"
@@ -214,32 +220,7 @@ def straddled_deletes(rounds: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------- hostile files
 
 
-def _rewrite(
-    path: Path,
-    change: Any = None,
-    header_change: Any = None,
-    digest: bool = True,
-    target: Path | None = None,
-) -> None:
-    with np.load(path, allow_pickle=False) as data:
-        header = json.loads(bytes(data["header"]))
-        whole, blob = json.loads(bytes(data["tree"])), data["data"]
-    arrays = {k: np.array(v) for k, v in unpack(whole["arrays"], blob).items()}
-    if change is not None:
-        change(whole["root"], arrays)
-    if header_change is not None:
-        header_change(header)
-    table, blob = pack([arrays[f"a{i}"] for i in range(len(arrays))])
-    text = json.dumps({"arrays": table, "root": whole["root"]}).encode()
-    if digest:
-        header["digest"] = _digest(text, blob)
-    with (target or path).open("wb") as file:
-        np.savez(
-            file,
-            header=np.frombuffer(json.dumps(header).encode(), np.uint8),
-            tree=np.frombuffer(text, np.uint8),
-            data=blob,
-        )
+_rewrite = rewrite_snapshot_file
 
 
 def hostile_files() -> dict[str, Any]:

@@ -114,48 +114,14 @@ def latest(found: Sequence[Evidence], q: dict[str, Any]) -> dict[str, float]:
 
 def agent_path(memory: RaMem, q: dict[str, Any]) -> dict[str, float]:
     """``q`` asked through ``create_agent`` + ``RaMemMiddleware`` with the question's own date
-    as the clock: whether the model saw exactly ``recall(at=question date)`` (the same memories
-    in the same order, and their block in its system message), and ``latest_first@10`` of
-    what it saw."""
-    from langchain.agents import create_agent
-
-    from langchain_ramem import MemoryContext, RaMemMiddleware
-    from langchain_ramem.testing import ScriptedChatModel
-    from ramem_core.synthesis import system_context
+    as the clock (``bench_agent_path.asked_through_agent``): whether the model saw exactly
+    ``recall(at=question date)``, and ``latest_first@10`` of what it saw."""
+    from bench_agent_path import asked_through_agent
 
     at = parse_timestamp(str(q["item"].get("question_date", "")))
     assert at is not None
-    question = q["item"]["question"]
-    blocks: list[Any] = []
-    situate = memory.situate
-
-    def recorded(*args: Any, **kwargs: Any) -> Any:
-        blocks.append(situate(*args, **kwargs))
-        return blocks[-1]
-
-    seen: list[str] = []
-
-    def reply(messages: list[Any]) -> str:
-        seen.append(next((str(m.content) for m in messages if m.type == "system"), ""))
-        return "Noted."
-
-    memory.situate = recorded  # type: ignore[method-assign]
-    try:
-        agent = create_agent(
-            ScriptedChatModel(default=reply),
-            middleware=[
-                RaMemMiddleware(memory, k=10, max_tokens=None, clock=lambda: at, record="none")
-            ],
-            context_schema=MemoryContext,
-        )
-        agent.invoke({"messages": [("user", question)]}, context=MemoryContext(q["namespace"]))
-    finally:
-        memory.situate = situate  # type: ignore[method-assign]
-    [block] = blocks
-    expected = memory.recall(question, 10, at=at, namespace=q["namespace"])
-    same = [e.unit.id for e in block.included] == [e.unit.id for e in expected]
-    shown = bool(seen) and system_context(block) in seen[0]
-    return {**latest(block.included, q), "same_as_recall": float(same and shown)}
+    same, block = asked_through_agent(memory, q["item"]["question"], q["namespace"], at)
+    return {**latest(block.included, q), "same_as_recall": float(same)}
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -315,6 +316,44 @@ class StallingProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def rewrite_snapshot_file(
+    path: Path,
+    change: Callable[[Any, dict[str, npt.NDArray[Any]]], None] | None = None,
+    *,
+    header_change: Callable[[dict[str, Any]], None] | None = None,
+    digest: bool = True,
+    target: Path | None = None,
+) -> None:
+    """Rewrite the snapshot file at ``path`` as someone who can write its directory would:
+    its tree and arrays changed by ``change(tree, arrays)``, its header by
+    ``header_change(header)``, written (to ``target`` if given) in the same format with the
+    digest made again unless ``digest`` is false (for tests and benchmarks of hostile files)."""
+    import io
+    import json
+
+    from ramem_core.index.files import _digest, pack, unpack
+
+    with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as data:
+        header = json.loads(bytes(data["header"]))
+        whole, blob = json.loads(bytes(data["tree"])), data["data"]
+    arrays = {k: np.array(v) for k, v in unpack(whole["arrays"], blob).items()}
+    if change is not None:
+        change(whole["root"], arrays)
+    if header_change is not None:
+        header_change(header)
+    table, blob = pack([arrays[f"a{i}"] for i in range(len(arrays))])
+    text = json.dumps({"arrays": table, "root": whole["root"]}).encode()
+    if digest:
+        header["digest"] = _digest(text, blob)
+    with (target or path).open("wb") as file:
+        np.savez(
+            file,
+            header=np.frombuffer(json.dumps(header).encode(), np.uint8),
+            tree=np.frombuffer(text, np.uint8),
+            data=blob,
+        )
 
 
 def free_port() -> int:

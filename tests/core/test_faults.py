@@ -18,19 +18,9 @@ from chromadb.errors import InternalError
 from ramem_core import RaMem, StoreError, UncertainWriteError
 from ramem_core.store.chroma import MAX_VERSION_RECORDS, VERSION_ID, ChromaStore, _settings
 from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
+from tests.core.test_freshness import _Patched
 
 T0 = datetime(2024, 3, 1, 9, 0)
-
-
-class _Patched:
-    """A Chroma collection with some of its methods replaced."""
-
-    def __init__(self, inner: object, **methods: object) -> None:
-        self.inner = inner
-        self.methods = methods
-
-    def __getattr__(self, name: str) -> object:
-        return self.methods.get(name) or getattr(self.inner, name)
 
 
 def _patch(memory: RaMem, **methods: object) -> Collection:

@@ -16,7 +16,7 @@ from ramem_core.index.bm25 import LexicalIndex
 from ramem_core.index.episodic import EpisodicKeys
 from ramem_core.index.files import Signature, SnapshotFiles, through_file
 from ramem_core.index.snapshot import Snapshot, StoredUnits
-from ramem_core.testing import HashEmbedder
+from ramem_core.testing import HashEmbedder, rewrite_snapshot_file
 from tests.conftest import two_trips
 
 QUERIES = [
@@ -276,42 +276,7 @@ class _Exploit:
         return (os.system, (f"touch {self.marker}",))
 
 
-def _rewritten(
-    path: Path,
-    change: object = None,
-    *,
-    header_change: object = None,
-    digest: bool = True,
-    target: Path | None = None,
-) -> None:
-    """The snapshot file at ``path`` with its tree and arrays changed by
-    ``change(tree, arrays)`` and its header by ``header_change(header)``, written back (to
-    ``target`` if given) in the same format, with the digest made again (as anyone who can
-    write the directory can) unless ``digest`` is false."""
-    import io
-    import json
-
-    from ramem_core.index.files import _digest, pack, unpack
-
-    with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as data:
-        header = json.loads(bytes(data["header"]))
-        whole, blob = json.loads(bytes(data["tree"])), data["data"]
-    arrays = {k: np.array(v) for k, v in unpack(whole["arrays"], blob).items()}
-    if change is not None:
-        change(whole["root"], arrays)  # type: ignore[operator]
-    if header_change is not None:
-        header_change(header)  # type: ignore[operator]
-    table, blob = pack([arrays[f"a{i}"] for i in range(len(arrays))])
-    text = json.dumps({"arrays": table, "root": whole["root"]}).encode()
-    if digest:
-        header["digest"] = _digest(text, blob)
-    with (target or path).open("wb") as file:
-        np.savez(
-            file,
-            header=np.frombuffer(json.dumps(header).encode(), np.uint8),
-            tree=np.frombuffer(text, np.uint8),
-            data=blob,
-        )
+_rewritten = rewrite_snapshot_file
 
 
 def _vectors_index(tree: dict[str, object]) -> int:
