@@ -166,6 +166,9 @@ def test_the_readme_llamaindex_snippet_works_as_written() -> None:
     memory.add_conversation(two_trips(), namespace="alice")
     scope: dict[str, Any] = {"memory": memory, "llm": MockLLM()}
     exec(block, scope)
+    kept = scope["response"].source_nodes
+    assert kept
+    assert all(n.score is not None and n.score >= 0.5 for n in kept)  # the cutoff at work
     assert scope["engine"].query("What did the doctor say?").source_nodes
     assert scope["agent_memory"].memory_blocks[0].namespace == "alice"
 
