@@ -534,6 +534,7 @@ def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> di
             "answerable_with_evidence": len(answerable),
             "recall": _recall_by_category(answerable, options.ks),
             "multi_hop_all_evidence": _all_evidence(answerable, options.ks),
+            "multi_hop_by_sessions": by_evidence_sessions(answerable, 10),
             "budget_curve": [
                 _mean(r["recall"][k] for r in answerable) for k in range(1, depth + 1)
             ],
@@ -590,6 +591,31 @@ def _recall_by_category(
         by_category["overall"] = _mean(r["recall"][k] for r in rows)
         recall[str(k)] = by_category
     return recall
+
+
+def evidence_sessions(row: dict[str, Any]) -> int:
+    """How many sessions a question's evidence turns lie in (LoCoMo turn ids: ``D<s>:<t>``)."""
+    return len({str(turn).split(":")[0] for turn in row["evidence"]})
+
+
+def by_evidence_sessions(rows: Sequence[dict[str, Any]], k: int) -> dict[str, dict[str, Any]]:
+    """Multi-hop questions by how many sessions their evidence spans (1, 2, 3, 4 or more):
+    how many, their Recall@k, the share with all evidence in the top ``k``, and why RaMem
+    missed (:func:`failure_kinds`, for RaMem's rows)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["category"] == MULTI_HOP and r["evidence"]:
+            n = evidence_sessions(r)
+            groups.setdefault(str(n) if n < 4 else "4+", []).append(r)
+    return {
+        name: {
+            "questions": len(group),
+            "recall": _mean(r["recall"][k] for r in group),
+            "all_evidence": _mean(float(r["recall"][k] == 1.0) for r in group),
+            "failures": failure_kinds(group, k),
+        }
+        for name, group in sorted(groups.items())
+    }
 
 
 def _all_evidence(rows: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str, float | None]:

@@ -315,6 +315,27 @@ def write_report(summary: dict[str, Any], out: str | Path, command: str = "") ->
                 )
             )
             parts.append("")
+        ramem = runs.get("ramem", {})
+        if ramem.get("multi_hop_by_sessions"):
+            parts += ["## Multi-hop by the number of evidence sessions (RaMem, K=10)", ""]
+            groups = ramem["multi_hop_by_sessions"]
+            kinds = sorted({kind for g in groups.values() for kind in g["failures"]})
+            parts.append(
+                _table(
+                    ["evidence sessions", "questions", "Recall@10", "all evidence@10", *kinds],
+                    [
+                        [
+                            name,
+                            str(g["questions"]),
+                            _fmt(g["recall"]),
+                            _fmt(g["all_evidence"]),
+                            *(str(g["failures"].get(kind, 0)) for kind in kinds),
+                        ]
+                        for name, g in groups.items()
+                    ],
+                )
+            )
+            parts.append("")
     else:
         parts += [f"Skipped: {summary['skipped']}", ""]
         parts += ["## By question type", ""]

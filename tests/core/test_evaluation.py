@@ -266,3 +266,37 @@ def test_multi_hop_all_evidence_counts_only_complete_multi_hop_answers(tmp_path:
     assert entry["splits"]["choose"]["multi_hop_all_evidence"] == {"1": 0.0, "2": 0.5}
     text = write_report(summary, tmp_path).read_text()
     assert "multi-hop all-evidence@2" in text
+
+
+def test_multi_hop_is_reported_by_the_number_of_evidence_sessions(tmp_path: Path) -> None:
+    """Issue 33's table: multi-hop questions grouped by how many sessions their evidence
+    spans, with Recall@10, all-evidence@10 and why RaMem missed."""
+    from ramem_core.evaluation.harness import summarize_locomo
+
+    def row(evidence: list[str], recall: float) -> dict[str, object]:
+        return {
+            "system": "ramem",
+            "category": 1,  # multi-hop
+            "evidence": evidence,
+            "recall": dict.fromkeys(range(1, 21), recall),
+            "tokens": {10: 10},
+            "split": "choose",
+            "top1_wrong_episode": 0.0,
+        }
+
+    rows = [
+        row(["D1:1", "D1:4"], 1.0),  # one session
+        row(["D1:1", "D2:1"], 1.0),
+        row(["D1:1", "D2:1"], 0.5),
+        row(["D1:1", "D2:1", "D3:1"], 0.0),
+        row(["D1:1", "D2:1", "D3:1", "D5:2"], 0.5),
+    ]
+    summary = summarize_locomo(rows, EvalOptions(systems=("ramem",), ks=(10,)))
+    groups = summary["runs"]["ramem"]["multi_hop_by_sessions"]
+    assert {n: g["questions"] for n, g in groups.items()} == {"1": 1, "2": 2, "3": 1, "4+": 1}
+    assert groups["2"]["recall"] == 0.75
+    assert groups["2"]["all_evidence"] == 0.5
+    assert groups["3"]["failures"] == {"content miss (no grounded frame)": 1}
+    text = write_report(summary, tmp_path).read_text()
+    assert "## Multi-hop by the number of evidence sessions" in text
+    assert "| 4+ | 1 |" in text
