@@ -78,7 +78,6 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-fusion": RetrievalConfig(fusion=None),
     "no-supersession": RetrievalConfig(supersession=False),
     "no-context-synthesis": RetrievalConfig(),
-    "second-round": RetrievalConfig(second_round=True),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")
 """LoCoMo dev conversations kept for reporting: parameters are chosen on the others."""

@@ -199,8 +199,6 @@ class Retriever:
             chosen = policies.after_their_sources(
                 chosen, snap, cfg.derived_last, to_end=last, always=last and cfg.derived_yield_all
             )
-        if cfg.second_round:
-            chosen = policies.second_round(chosen, snap, frame, k)
         if latest:
             chosen = supersession.latest_first(chosen, cfg.validity_pool, latest)
         if cfg.anchor_side_slots and cfg.context_ranking:

@@ -116,7 +116,6 @@ class RetrievalConfig:
     state_similarity: float | None = None
     state_kind_similarity: float = 0.2
     state_candidates: int = 50
-    second_round: bool = False
     answer_share: float | None = None
 
     def __post_init__(self) -> None:

@@ -18,7 +18,6 @@ In the order :meth:`~ramem_core.retrieval.Retriever.retrieve` applies them:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -127,55 +126,3 @@ def anchor_side_free(
     free = [i for i, s in enumerate(side) if not s][:slots]
     first = [top[i] for i in free]
     return first + [c for i, c in enumerate(top) if i not in free] + chosen[pool:]
-
-
-def second_round(
-    chosen: list[tuple[int, bool]],
-    snap: Any,
-    frame: Any,
-    k: int,
-    *,
-    top: int = 5,
-    terms: int = 8,
-    slots: int = 2,
-    start: int = 8,
-) -> list[tuple[int, bool]]:
-    """A second round (issue 33 experiment): the words that recur in the first round's best
-    memories and that the question did not say are asked again, with the question, of every
-    statement's own words; the best finds from sessions the top ``k`` lacks take up to
-    ``slots`` places from ``start`` on."""
-    from collections import Counter
-
-    index = snap.index
-    question = frame.need or frame.query
-    asked = set(index.tokenize(question))
-    best = [row for row, _ in chosen[:top]]
-    counts: Counter[str] = Counter()
-    for row in best:  # the names, places and objects the best episodes name
-        named = " ".join(snap.units[row].context.entities)
-        counts.update({t for t in index.tokenize(named) if t not in asked})
-    recurring = [t for t, _ in counts.most_common(terms)]
-    if not recurring:
-        return chosen
-    scores = index.said_scores(" ".join([question, *recurring]))
-    relevant = index.said_scores(question)  # a find must share words with the question too
-    scores = np.where(snap.derived | (relevant <= 0), 0.0, scores)
-    found = np.argsort(-scores)[:20]
-    have = {snap.units[row].context.session_id for row, _ in chosen[:k]}
-    place = {row for row, _ in chosen[:k]}
-    new: list[int] = []
-    for row in found.tolist():
-        if scores[row] <= 0 or len(new) >= slots:
-            break
-        session = snap.units[row].context.session_id
-        if row not in place and session not in have:
-            new.append(row)
-            have.add(session)
-    if not new:
-        return chosen
-    rest = [(r, c) for r, c in chosen if r not in new]
-    out = rest[:start]
-    for i, row in enumerate(new):
-        out.append((row, False))
-        out += rest[start + i : start + i + 1]
-    return out + rest[start + len(new) :]
