@@ -43,9 +43,8 @@ def _open(args: argparse.Namespace, *, reading: bool = False, **kwargs: object) 
     check_namespace(args.namespace)  # the input first, then where it is
     if reading and args.host is None:
         path = Path(args.path or default_path())
-        if path.exists() and not path.is_dir():
-            raise InvalidInputError(f"{path} is a file, not a memory directory")
-        if not (path / "chroma.sqlite3").is_file():
+        # a file is left to RaMem.open, which says it is not a memory directory
+        if not path.is_file() and not (path / "chroma.sqlite3").is_file():
             msg = f"no memory at {path}: `ramem ingest FILE` (or --path DIR) creates one"
             raise RefusedError(msg)
 

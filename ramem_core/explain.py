@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from html import escape
 
+from ramem_core.index.snapshot import session_spans
 from ramem_core.synthesis import coordinates, validity
 from ramem_core.temporal import describe
 from ramem_core.types import Evidence, MemoryUnit, Recall, RecallFrame
@@ -36,16 +37,12 @@ class SessionMark:
 
 
 def sessions_of(units: Sequence[MemoryUnit]) -> list[SessionMark]:
-    """The sessions the memories were said in, each spanning its memories' said times."""
-    spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}
-    for unit in units:
-        span = unit.context.session_span
-        if span is None:
-            continue
-        key = (unit.context.conversation_id, unit.context.session_id)
-        low, high = spans.get(key, (span.start, span.end))
-        spans[key] = (min(low, span.start), max(high, span.end))
-    return [SessionMark(c, s, low, high) for (c, s), (low, high) in sorted(spans.items())]
+    """The sessions the memories were said in, each spanning its memories' said times
+    (:func:`~ramem_core.index.snapshot.session_spans`)."""
+    return [
+        SessionMark(conversation, session, span.start, span.end)
+        for (conversation, session), span in sorted(session_spans(units).items())
+    ]
 
 
 class _Scale:

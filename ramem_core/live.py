@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from ramem_core.anchoring import unit_id
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.snapshot import SessionState
 from ramem_core.synthesis import strip_echo
@@ -131,22 +132,19 @@ def place(
     return Place(held.index, held.session_id, min(held.span.start, turn.at), held.turns)
 
 
-def _digest(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
 def turn_unit_id(turn: LiveTurn, part: int = 0) -> str:
     """The id of a live turn's memory (of its ``part``-th piece): made of its conversation and
     its key only, never of where it was placed, so a retry with the same key makes the same
     id wherever the first attempt landed."""
-    return "turn-" + _digest(f"{turn.conversation_id}\x1f{turn.key}\x1f{part}")[:24]
+    return unit_id(turn.conversation_id, "live", (turn.key, *((f"part {part}",) if part else ())))
 
 
 def placed(drafts: Sequence[MemoryUnit], turn: LiveTurn, where: Place) -> list[MemoryUnit]:
     """The anchored ``drafts`` of ``turn`` (several pieces for a long turn) as the memories
     to store: ids of their own, the session's coordinates, and this turn's own span (the
     session's is derived when read, so nothing stored is ever rewritten)."""
-    turn_id = f"{where.session_id}:{where.turn + 1}-{_digest(turn.key)[:12]}"
+    short = hashlib.sha256(turn.key.encode("utf-8")).hexdigest()[:12]  # any key, one line
+    turn_id = f"{where.session_id}:{where.turn + 1}-{short}"
     derived = turn.kind is not Kind.STATEMENT
     return [
         replace(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypedDict, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -420,8 +421,19 @@ class RaMem:
             check_id(unit.context.session_id, f"units[{position}] session id")
             check_text(unit.content, f"units[{position}].content", limit=MAX_UNIT_CHARS)
         _check_progress(progress)
+        return self._write_units(self._ns(namespace), units, progress)
+
+    def _write_units(
+        self,
+        namespace: str,
+        units: Sequence[MemoryUnit],
+        progress: Progress | None,
+        vectors: Sequence[npt.NDArray[np.float32] | None] | None = None,
+    ) -> IngestReport:
+        """:meth:`_write` of units without their conversations: the report counts the
+        conversations, sessions and turns the units come from."""
         sessions = {(u.context.conversation_id, u.context.session_id) for u in units}
-        report = self._write(self._ns(namespace), [], units, progress)
+        report = self._write(namespace, [], units, progress, vectors)
         turns = len({(u.context.conversation_id, s) for u in units for s in u.source_ids})
         return replace(
             report, conversations=len({c for c, _ in sessions}), sessions=len(sessions), turns=turns
@@ -446,21 +458,28 @@ class RaMem:
         conversations: Sequence[Conversation],
         units: Sequence[MemoryUnit],
         progress: Progress | None,
+        vectors: Sequence[npt.NDArray[np.float32] | None] | None = None,
     ) -> IngestReport:
+        """Embed and store ``units``; ``vectors``: those already known (``None`` rows are
+        embedded)."""
         ids = [u.id for u in units]
         if len(set(ids)) != len(ids):
             msg = "two memory units got the same id: session or turn ids repeat across inputs"
             raise InvalidInputError(msg)
-        chunks = []
-        for begin in range(0, len(units), _EMBED_CHUNK):
-            batch = units[begin : begin + _EMBED_CHUNK]
-            chunks.append(self.embedder.embed([u.content for u in batch]))
+        matrix = np.zeros((len(units), self.embedder.dimension), dtype=np.float32)
+        missing = [i for i in range(len(units)) if vectors is None or vectors[i] is None]
+        for i, known in enumerate(vectors or ()):
+            if known is not None:
+                matrix[i] = known
+        for begin in range(0, len(missing), _EMBED_CHUNK):
+            rows = missing[begin : begin + _EMBED_CHUNK]
+            matrix[rows] = self.embedder.embed([units[i].content for i in rows])
             if progress is not None:
-                progress(min(begin + _EMBED_CHUNK, len(units)), len(units))
+                progress(min(begin + _EMBED_CHUNK, len(missing)), len(missing))
         new_units = 0
         if units:
             with self._lock:
-                new_units = self.snapshots.write(namespace, units, np.concatenate(chunks))
+                new_units = self.snapshots.write(namespace, units, matrix)
         return IngestReport(
             conversations=len(conversations),
             sessions=sum(len(c.sessions) for c in conversations),
@@ -699,30 +718,7 @@ class RaMem:
                 found = transfer.read(lines, source, self.embedder.name, self.embedder.dimension)
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"cannot read {source}: {exc}") from exc
-        missing = [i for i, v in enumerate(found.vectors) if v is None]
-        fresh = (
-            self.embedder.embed([found.units[i].content for i in missing])
-            if missing
-            else np.zeros((0, self.embedder.dimension), np.float32)
-        )
-        rows = dict(zip(missing, fresh, strict=True))
-        matrix = np.asarray(
-            [rows[i] if v is None else v for i, v in enumerate(found.vectors)], np.float32
-        ).reshape(len(found.units), self.embedder.dimension)
-        if progress is not None:
-            progress(len(found.units), len(found.units))
-        new = 0
-        if found.units:
-            with self._lock:
-                new = self.snapshots.write(ns, found.units, matrix)
-        sessions = {(u.context.conversation_id, u.context.session_id) for u in found.units}
-        return IngestReport(
-            conversations=len({c for c, _ in sessions}),
-            sessions=len(sessions),
-            turns=len({(u.context.conversation_id, t) for u in found.units for t in u.source_ids}),
-            units=len(found.units),
-            new_units=new,
-        )
+        return self._write_units(ns, found.units, progress, found.vectors)
 
     def explain(
         self,

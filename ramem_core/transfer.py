@@ -83,13 +83,16 @@ def page(
             raise InvalidInputError(msg) from None
     low = check_moment(since, "since") if since is not None else None
     high = check_moment(until, "until") if until is not None else None
-    chosen = [
-        u
-        for u in units
-        if (wanted is None or u.context.kind is wanted)
-        and (low is None or (said_at(u) is not None and said_at(u) >= low))  # type: ignore[operator]
-        and (high is None or (said_at(u) is not None and said_at(u) <= high))  # type: ignore[operator]
-    ]
+
+    def chosen_one(unit: MemoryUnit) -> bool:
+        said = said_at(unit)
+        if low is not None and (said is None or said < low):
+            return False
+        if high is not None and (said is None or said > high):
+            return False
+        return wanted is None or unit.context.kind is wanted
+
+    chosen = [u for u in units if chosen_one(u)]
     chosen.sort(key=_newest_first, reverse=True)
     start = 0
     if after is not None:

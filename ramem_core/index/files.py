@@ -138,11 +138,6 @@ class SnapshotFiles:
         self.max_bytes = max_bytes
         self._key = key.encode("utf-8") if isinstance(key, str) else key
 
-    @property
-    def keyed(self) -> bool:
-        """True when files are authenticated with a deployment key."""
-        return self._key is not None
-
     def clean(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
         """Remove the ``.tmp`` files killed writers left (older than ``older_than`` seconds:
         a younger one may be another worker's file being written); returns how many."""

@@ -217,15 +217,20 @@ def _serving_process(directory: Path) -> int | None:
     return None
 
 
+def _close_client(client: Any) -> None:
+    """Close a Chroma client, and its HTTP connections (Chroma's close keeps them open)."""
+    session = _session(client)
+    client.close()
+    if session is not None:
+        session.close()
+
+
 @atexit.register
 def _close_shared_clients() -> None:
     with _SHARED_LOCK:
         for client in _SHARED_CLIENTS.values():
-            session = _session(client)
             with suppress(Exception):
-                client.close()
-            if session is not None:
-                session.close()
+                _close_client(client)
         _SHARED_CLIENTS.clear()
 
 
@@ -350,12 +355,8 @@ class ChromaStore:
             return
         self.closed = True
         self._collections.clear()
-        close = getattr(self.client, "close", None)
-        if self.owns_client and callable(close):
-            session = _session(self.client)
-            close()
-            if session is not None:  # Chroma's close keeps the HTTP connections open
-                session.close()
+        if self.owns_client and callable(getattr(self.client, "close", None)):
+            _close_client(self.client)
         if self._directory_lock is not None:
             _DirectoryLock.release(self._directory_lock)
             self._directory_lock = None
@@ -779,7 +780,7 @@ class ChromaStore:
         ids = tuple(u.id for u in units)
         what = f"writing {len(units)} memories to namespace {namespace!r}"
         try:
-            stored = self._stored_sequence(collection)
+            stored = dict(self.version(namespace)).get(self.writer, 0)
         except Exception as again:
             self._sequences[namespace] = last  # never reuse a number the store may hold
             self._unannounced.add(namespace)
@@ -808,12 +809,6 @@ class ChromaStore:
                 )
                 raise UncertainWriteError(msg, ids=ids) from exc
         raise StoreError(f"{what} failed: {exc}; {undone}") from exc
-
-    def _stored_sequence(self, collection: Collection) -> int:
-        """This writer's sequence number as stored in ``collection`` (0 for none)."""
-        found = collection.get(ids=[f"{VERSION_ID}{self.writer}"], include=["metadatas"])
-        metadatas = found["metadatas"] or []
-        return int(str(metadatas[0]["sequence"])) if metadatas and metadatas[0] else 0
 
     def delete(
         self,
