@@ -71,6 +71,7 @@ QUERIES = [
     "How did {name} feel about {topic}?",
     "What did {name} do after {topic}?",
     "Tell me about {topic}.",
+    "How many {topic} plans does {name} have now?",
 ]
 
 
@@ -167,7 +168,7 @@ def build_scale_store(size: int, path: str, embedder: MiniLMEmbedder) -> RaMem:
 
 
 def distinct_queries(n: int, seed: int) -> list[str]:
-    """``n`` different questions from the templates (at most 600), in random order: a timed
+    """``n`` different questions from the templates (at most 720), in random order: a timed
     recall must not find its question's vector cached from an earlier one."""
     combos = [(q, name, topic) for q in QUERIES for name in NAMES for topic in TOPICS]
     picked = random.Random(seed).sample(combos, min(n, len(combos)))

@@ -14,12 +14,13 @@ Measures, over the top 10 of each run, at the question's own date:
   session (by date);
 - ``latest_in@10``: some evidence turn of the latest evidence session is in the top 10.
 
-Runs: RaMem, content-only and RaMem without supersession (``no-supersession``), with paired
-bootstrap 95% intervals; and the agent path (:func:`agent_path`): each question through
+Runs: RaMem, content-only, RaMem without supersession (``no-supersession``) and without the
+restated-value chains (``no-restate``: :func:`~ramem_core.retrieval.supersession.restated`),
+with paired bootstrap 95% intervals; and the agent path (:func:`agent_path`): each question through
 ``create_agent`` + ``RaMemMiddleware`` with the question's own date as the clock, checking
 that the model saw exactly ``recall(at=question date)``, with ``latest_first@10`` of what it
 saw. The supersession settings (``state_similarity``,
-``state_kind_similarity``, ``answer_share``) are chosen on the choose part from a small grid
+``state_kind_similarity``, ``restate_share``) are chosen on the choose part from a small grid
 (:data:`GRID`); the report part is measured once with the chosen ones. Writes
 ``benchmarks/results/bench_updates.json``; embeddings are cached under ``results/updates``.
 Skips cleanly without the dev data.
@@ -57,10 +58,15 @@ EARLIER = ("50635ada", "e66b632c", "dfde3500", "f685340e")
 """Knowledge-update questions that ask for the earlier value (or for both), fixed by reading
 the questions before any run: the previous frequent flyer status, the previous personal
 best, the previous tutor, how often "previously" and now."""
-GRID = [(s, k, None) for s in (None, 0.5, 0.6, 0.7) for k in (0.1, 0.2, 0.3)]
-"""(state_similarity, state_kind_similarity, answer_share) tried on the choose part. The
-answering chain (``answer_share``) stays off: it cost turn@1 on the LongMemEval_S choose part
-(``benchmarks/results/TUNING.md``)."""
+GRID = [
+    (s, k, r)
+    for s in (None, 0.5, 0.6, 0.7)
+    for k in (0.1, 0.2, 0.3)
+    for r in (None, 0.4, 0.5, 0.6, 0.7)
+]
+"""(state_similarity, state_kind_similarity, restate_share) tried on the choose part. Among the
+best, the lowest ``restate_share`` (the broadest chain that costs the choose part nothing),
+then the defaults of the rest."""
 
 
 def questions() -> list[dict[str, Any]]:
@@ -155,29 +161,41 @@ def main() -> None:
     grid = {}
     for similarity, kind, share in GRID:
         config = replace(
-            base, state_similarity=similarity, state_kind_similarity=kind, answer_share=share
+            base, state_similarity=similarity, state_kind_similarity=kind, restate_share=share
         )
         rows = run(config, "choose")
         grid[f"{similarity}/{kind}/{share}"] = {
             m: mean(rows, m) for m in ("latest_first@10", "latest_in@10")
         }
-    default = f"{base.state_similarity}/{base.state_kind_similarity}/{base.answer_share}"
+    default = f"{base.state_similarity}/{base.state_kind_similarity}/{base.restate_share}"
+
+    def share_of(point: str) -> float:
+        third = point.split("/")[2]
+        return 2.0 if third == "None" else float(third)
+
     best = max(
-        grid, key=lambda g: (grid[g]["latest_first@10"], grid[g]["latest_in@10"], g == default)
+        grid,
+        key=lambda g: (
+            grid[g]["latest_first@10"],
+            grid[g]["latest_in@10"],
+            -share_of(g),
+            g.split("/")[:2] == default.split("/")[:2],
+        ),
     )
-    print("choose grid (state_similarity/state_kind_similarity/answer_share):", json.dumps(grid))
+    print("choose grid (state_similarity/state_kind_similarity/restate_share):", json.dumps(grid))
     print(f"chosen: {best} (default {default})")
     first, second, third = best.split("/")
     similarity = None if first == "None" else float(first)
     kind = float(second)
     share = None if third == "None" else float(third)
     chosen = replace(
-        base, state_similarity=similarity, state_kind_similarity=kind, answer_share=share
+        base, state_similarity=similarity, state_kind_similarity=kind, restate_share=share
     )
     runs = {
         "ramem": chosen,
         "content": harness.SYSTEMS["content"],
         "no-supersession": replace(chosen, supersession=False),
+        "no-restate": replace(chosen, restate_share=None),
     }
     result: dict[str, Any] = {
         "command": "python benchmarks/bench_updates.py",
@@ -186,7 +204,7 @@ def main() -> None:
         "chosen": {
             "state_similarity": similarity,
             "state_kind_similarity": kind,
-            "answer_share": share,
+            "restate_share": share,
         },
         "parts": {},
     }
@@ -196,7 +214,7 @@ def main() -> None:
         cell: dict[str, Any] = {"n": len(ids), "questions": ids}
         for m in ("latest_first@10", "latest_in@10"):
             cell[m] = {name: mean(r, m) for name, r in rows.items()}
-            for other in ("content", "no-supersession"):
+            for other in ("content", "no-supersession", "no-restate"):
                 pairs = [(a[m], b[m]) for a, b in zip(rows["ramem"], rows[other], strict=True)]
                 cell[m][f"ramem - {other}"] = _interval(pairs)
         memory = RaMem(bench.store, config=chosen, counter=bench.counter)
@@ -211,7 +229,7 @@ def main() -> None:
         for m in ("latest_first@10", "latest_in@10"):
             line = "  ".join(f"{name} {cell[m][name]:.3f}" for name in runs)
             print(f"  {m}: {line}")
-            for other in ("content", "no-supersession"):
+            for other in ("content", "no-supersession", "no-restate"):
                 d, lo, hi = cell[m][f"ramem - {other}"]
                 print(f"    ramem - {other}: {d:+.3f} [{lo:+.3f}, {hi:+.3f}]")
         print(

@@ -34,6 +34,16 @@ _COUNT = re.compile(
     re.IGNORECASE,
 )
 
+_VALUE = re.compile(
+    rf"\b(?:\d{{1,2}}:\d{{2}}|single|once|twice|couple|half)\b|{_COUNT.pattern}", re.IGNORECASE
+)
+"""A value a statement may state: a number, in digits or words, a time of day, "twice"."""
+_ASKS_VALUE = re.compile(
+    r"\bhow\s+(?:many|much|long|often|old|far|big|fast)\b|\bwhat\s+time\b"
+    r"|\b(?:amount|number|total|price|cost|count|percentage|score|rating)\b",
+    re.IGNORECASE,
+)
+
 _NOW = re.compile(
     r"\b(?:now|currently|current|these\s+days|at\s+the\s+moment|at\s+present|still|anymore"
     r"|any\s+more|so\s+far|to\s+date|latest|most\s+recent(?:ly)?|recent"
@@ -153,6 +163,18 @@ def asks_now(query: str) -> bool:
     if _NOW.search(query):
         return True
     return _PRESENT.search(query) is not None and _PAST.search(query) is None
+
+
+def asks_value(query: str) -> bool:
+    """True when ``query`` asks for a value: a count, an amount, a duration, a time of day
+    ("How many coins do I have?", "What time do I wake up?", "the amount I was pre-approved
+    for")."""
+    return _ASKS_VALUE.search(query) is not None
+
+
+def values(text: str) -> frozenset[str]:
+    """The values ``text`` states (:data:`_VALUE`), lower-cased: "37", "nine", "7:30"."""
+    return frozenset(m.group(0).lower() for m in _VALUE.finditer(text))
 
 
 def asks_earlier(query: str) -> bool:

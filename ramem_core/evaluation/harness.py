@@ -77,6 +77,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-ordinals": RetrievalConfig(ordinals=False),
     "no-fusion": RetrievalConfig(fusion=None),
     "no-supersession": RetrievalConfig(supersession=False),
+    "no-restate": RetrievalConfig(restate_share=None),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

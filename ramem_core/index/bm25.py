@@ -318,6 +318,14 @@ class LexicalIndex:
             self._arrays[term] = cached
         return cached
 
+    def idf(self, term: str) -> float:
+        """The BM25 inverse document frequency of ``term`` among this index's live documents;
+        0 for a term no document holds (it tells no document from another)."""
+        df = self._df.get(term) if self._live else 0
+        if not df:
+            return 0.0
+        return float(np.log(1.0 + (self._live - df + 0.5) / (df + 0.5)))
+
     def scores(self, terms: Sequence[str]) -> Scores:
         """BM25 score of every document id for the query ``terms`` (0 for removed ones)."""
         out = np.zeros(self._n, dtype=np.float32)

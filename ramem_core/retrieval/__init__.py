@@ -170,6 +170,7 @@ class Retriever:
         successor: dict[int, int] = {}  # superseded -> its successor (labels)
         latest: dict[int, int] = {}  # the chains a question about now reads latest first
         held: dict[int, str] = {}
+        restated: list[tuple[list[int], list[int]]] = []  # chains restating the value asked
         if cfg.supersession and cfg.context_ranking:
             # which candidates a later statement supersedes (read now, never stored)
             candidates = [*ranking.top(cfg.state_candidates, among=~snap.derived), *order]
@@ -178,14 +179,13 @@ class Retriever:
             )
             held = supersession.held_through(snap, frame, conditions, pool, successor)
             if frame.asks_now and not frame.asks_earlier:
-                # reordered only by chains of a named kind of state (where one lives, works,
-                # an appointment): chains by similarity alone, or of the statements that
-                # answer the question, put a later statement that is not the evidence first
-                # too often (LongMemEval choose part, results/bench_updates.json)
+                # chains of a named kind of state (where one lives, works, an appointment);
+                # chains by similarity alone put a later statement that is not the evidence
+                # first too often (LongMemEval choose part, results/bench_updates.json)
                 latest = supersession.successors(snap, pool, None, cfg.state_kind_similarity)
-                if cfg.answer_share is not None:
-                    chain = supersession.answering(snap, frame, pool, cfg.answer_share)
-                    latest = {**chain, **latest}
+            # and the statements restating the value asked for, latest day first
+            if cfg.restate_share is not None and supersession.asks_latest_value(frame, conditions):
+                restated = supersession.restated(snap, frame, pool, cfg.restate_share)
         chosen = policies.valid_first(
             ranking,
             snap,
@@ -201,6 +201,8 @@ class Retriever:
             )
         if latest:
             chosen = supersession.latest_first(chosen, cfg.validity_pool, latest)
+        if restated:
+            chosen = supersession.latest_day_first(chosen, restated)
         if cfg.anchor_side_slots and cfg.context_ranking:
             # over the relevant pool whatever k is: a longer list starts as a shorter one
             chosen = policies.anchor_side_free(

@@ -77,11 +77,12 @@ class RetrievalConfig:
             state changes (``benchmarks/results/TUNING.md``).
         state_kind_similarity: the cosine enough for two statements of one kind of state
             (a residence, a job, an appointment: :func:`~ramem_core.states.state_kinds`).
-        answer_share: for a question about now, statements of the relevant pool that state
-            something and hold this share of the question's words answer it as one chain,
-            the latest first (:func:`~ramem_core.retrieval.supersession.answering`); ``None``
-            (the default) turns it off: on the LongMemEval_S choose part it cost turn@1
-            (``benchmarks/results/TUNING.md``).
+        restate_share: for a question about now or for a value at no time in particular,
+            statements of the relevant pool whose own words hold this share of the question's
+            words (weighted by idf) and state a value, said on two or more days, form one
+            chain whose latest day's statements are read first
+            (:func:`~ramem_core.retrieval.supersession.restated`); ``None`` turns it off.
+            Chosen on the LongMemEval_S choose part (``benchmarks/results/bench_updates.json``).
         state_candidates: how many of the content ranking's best statements supersession is
             sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
@@ -116,7 +117,7 @@ class RetrievalConfig:
     state_similarity: float | None = None
     state_kind_similarity: float = 0.2
     state_candidates: int = 50
-    answer_share: float | None = None
+    restate_share: float | None = 0.6
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):

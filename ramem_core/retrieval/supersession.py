@@ -17,7 +17,7 @@ import numpy as np
 
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.conditions import Conditions
-from ramem_core.states import asks_about_state, kind_bits_of
+from ramem_core.states import asks_about_state, asks_value, kind_bits_of, values
 from ramem_core.temporal import describe
 from ramem_core.types import MemoryUnit, RecallFrame, Supersession, TimeSpan
 
@@ -76,28 +76,75 @@ def successors(
     return out
 
 
-def answering(
+def asks_latest_value(frame: RecallFrame, conditions: Conditions) -> bool:
+    """True when the latest restatement answers ``frame``: it asks about now ("How many coins
+    do I have?"), or for a value at no time in particular ("How many sessions did I attend?",
+    "the amount I was pre-approved for": a person's latest account of a count corrects the
+    earlier ones); never when it asks for the earlier value."""
+    if frame.asks_earlier:
+        return False
+    return frame.asks_now or (not conditions.windows and asks_value(frame.query))
+
+
+def restated(
     snap: Snapshot, frame: RecallFrame, rows: Sequence[int], share: float
-) -> dict[int, int]:
-    """For a question about now, the statements among ``rows`` that answer it as a chain:
-    statements that state something that can change and whose own words hold at least
-    ``share`` of the question's words (at least two) are about the state it asks for, and the
-    latest of them supersedes the others ("I've tried three Korean restaurants", later "I've
-    tried four" for "How many Korean restaurants have I tried?"). Speakers are kept apart."""
-    asked = set(snap.index.tokenize(frame.need or frame.query))
-    if len(asked) < 2:
-        return {}
-    need = max(2, int(np.ceil(share * len(asked))))
-    counts = snap.index.own_counts
-    members: dict[str, list[int]] = {}
-    states = snap.columns["states"]  # statements that state something that can change
-    for row in dict.fromkeys(rows):
-        if states[row] and len(asked & counts[row].keys()) >= need:
-            members.setdefault(snap.units[row].context.speaker.lower(), []).append(row)
-    out: dict[int, int] = {}
+) -> list[tuple[list[int], list[int]]]:
+    """For a question about a value as it is now ("How many coins do I have?", "What time do I
+    wake up on Saturdays?"), the statements among ``rows`` that state it, as one chain per
+    speaker: statements whose own words hold at least ``share`` of the question's words,
+    weighted by rarity (BM25's idf over the namespace), and which state a value of their own
+    (:func:`~ramem_core.states.values`, not one the question names) when the question asks
+    for one (:func:`~ramem_core.states.asks_value`). A chain needs statements said on two or
+    more days; those said on the latest of them restate the value last ("I have 37 coins",
+    days later "I have 38"). Each chain as (its statements of the latest day, those of
+    earlier days), for :func:`latest_day_first`. Read off the pool's own words: nothing is
+    stored."""
+    index = snap.index
+    lexical = index.own if index.own is not None else index.lexical
+    counts = index.own_counts
+    states = snap.columns["states"]
+    # statements of something that can change, not questions or replies
+    statements = [row for row in dict.fromkeys(rows) if states[row] and not snap.derived[row]]
+    said = set().union(*(counts[row].keys() for row in statements))
+    # the question's words some statement holds: the others tell no statement from another
+    words = index.tokenize(frame.need or frame.query)
+    asked = [term for term in dict.fromkeys(words) if term in said]
+    weight = {term: lexical.idf(term) for term in asked}
+    total = sum(weight.values())
+    if len(asked) < 2 or total <= 0:
+        return []
+    value = asks_value(frame.query)
+    named = values(frame.query)
+    members: dict[str, list[tuple[datetime, int]]] = {}
+    for row in statements:
+        unit = snap.units[row]
+        covered = sum(weight[t] for t in asked if t in counts[row])
+        if covered < share * total or (value and not values(unit.content) - named):
+            continue
+        members.setdefault(unit.context.speaker.lower(), []).append((_said(unit)[0], row))
+    out = []
     for chain in members.values():
-        latest = max(chain, key=lambda row: _said(snap.units[row]))
-        out.update((row, latest) for row in chain if row != latest)
+        last_day = max(said.date() for said, _ in chain)
+        later = [row for said, row in chain if said.date() == last_day]
+        earlier = [row for said, row in chain if said.date() < last_day]
+        if earlier:
+            out.append((later, earlier))
+    return out
+
+
+def latest_day_first(chosen: Chosen, chains: Sequence[tuple[list[int], list[int]]]) -> Chosen:
+    """``chosen`` with each chain's statements of its latest day (:func:`restated`) moved into
+    the places its members hold, ahead of those of earlier days; each group keeps its order
+    and every other memory its place."""
+    out = list(chosen)
+    for later, earlier in chains:
+        members = set(later) | set(earlier)
+        places = [i for i, (row, _) in enumerate(out) if row in members]
+        late = {*later}
+        ordered = [out[i] for i in places if out[i][0] in late]
+        ordered += [out[i] for i in places if out[i][0] not in late]
+        for place, item in zip(places, ordered, strict=True):
+            out[place] = item
     return out
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 
 from ramem_core import RaMem, RetrievalConfig
-from ramem_core.states import asks_earlier, asks_now, state_kinds
+from ramem_core.states import asks_earlier, asks_now, asks_value, state_kinds, values
 
 JAN = datetime(2024, 1, 10, 9)
 JUNE = datetime(2024, 6, 2, 9)
@@ -199,3 +199,119 @@ def test_the_llm_anchorers_named_state_chains_statements_whatever_their_words(
     assert by_turn["a1"].superseded is not None
     assert by_turn["a1"].superseded.by == by_turn["b1"].unit.id
     assert by_turn["c1"].superseded is None
+
+
+COINS = "How many pre-1920 American coins do I have in my collection?"
+
+
+def _coins(memory: RaMem) -> tuple[str, str]:
+    """A count said once, then restated with a new value days later in other words: the
+    earlier statement matches the question best."""
+    old = memory.add_turn(
+        "user",
+        "I have a total of 37 pre-1920 American coins in my collection.",
+        at=datetime(2024, 5, 27, 18),
+    )
+    memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 5, 28, 9))
+    new = memory.add_turn(
+        "user",
+        "Good news for the collection: my pre-1920 American coins count is 38 now after the "
+        "flea market in Porto, and I want a better display case.",
+        at=datetime(2024, 5, 29, 0),
+    )
+    return old.id, new.id
+
+
+def test_a_restated_value_reads_latest_first(memory: RaMem) -> None:
+    old, new = _coins(memory)
+    ids = _first(memory, COINS)
+    assert ids.index(new) < ids.index(old)  # the count as last restated, the earlier after
+
+
+def test_without_the_restated_chain_the_earlier_value_ranks_first(memory: RaMem) -> None:
+    old, new = _coins(memory)
+    plain = RaMem(memory.store, config=RetrievalConfig(restate_share=None))
+    ids = [e.unit.id for e in plain.recall(COINS, k=3, at=datetime(2024, 7, 1))]
+    assert ids.index(old) < ids.index(new)  # what the chain fixes
+
+
+def test_a_past_value_question_at_no_time_reads_the_latest_account(memory: RaMem) -> None:
+    old, new = _coins(memory)
+    ids = _first(memory, "How many pre-1920 American coins did I collect?")
+    assert ids.index(new) < ids.index(old)
+
+
+def test_an_earlier_value_question_keeps_the_earlier_count_first(memory: RaMem) -> None:
+    old, _ = _coins(memory)
+    assert _first(memory, "How many pre-1920 American coins did I have originally?")[0] == old
+
+
+def test_a_later_statement_without_a_value_does_not_restate_it(memory: RaMem) -> None:
+    old = memory.add_turn(
+        "user",
+        "I have a total of 37 pre-1920 American coins in my collection.",
+        at=datetime(2024, 5, 27, 18),
+    )
+    memory.add_turn(
+        "user",
+        "I have my pre-1920 American coins collection in a new display case.",
+        at=datetime(2024, 5, 29),
+    )
+    assert _first(memory, COINS)[0] == old.id
+
+
+def test_restatements_of_one_day_keep_their_order(memory: RaMem) -> None:
+    day = datetime(2024, 5, 27, 18)
+    first = memory.add_turn(
+        "user", "I have a total of 37 pre-1920 American coins in my collection.", at=day
+    )
+    later = memory.add_turn(
+        "user",
+        "Good news for the collection: my pre-1920 American coins count is 38 now after the "
+        "flea market in Porto, and I want a better display case.",
+        at=day.replace(hour=19),
+    )
+    ids = _first(memory, COINS)
+    assert ids.index(first.id) < ids.index(later.id)
+
+
+def test_another_persons_count_restates_nothing(memory: RaMem) -> None:
+    old = memory.add_turn(
+        "user",
+        "I have a total of 37 pre-1920 American coins in my collection.",
+        at=datetime(2024, 5, 27, 18),
+    )
+    memory.add_turn(
+        "Ana",
+        "Good news for the collection: my pre-1920 American coins count is 38 now after the "
+        "flea market in Porto, and I want a better display case.",
+        at=datetime(2024, 5, 29),
+        conversation_id="ana",
+    )
+    assert _first(memory, COINS)[0] == old.id
+
+
+@pytest.mark.parametrize(
+    ("query", "value"),
+    [
+        ("How many coins do I have?", True),
+        ("What time do I wake up on Saturdays?", True),
+        ("What was the amount I was pre-approved for?", True),
+        ("How long have I had my cat?", True),
+        ("Where do I live now?", False),
+        ("What did Caroline paint?", False),
+    ],
+)
+def test_questions_say_whether_they_ask_for_a_value(query: str, value: bool) -> None:
+    assert asks_value(query) is value
+
+
+def test_values_are_numbers_times_and_counting_words() -> None:
+    assert values("I wake at 7:30 on Saturdays") == {"7:30"}
+    assert values("a single free night, twice a week, 38 coins, nine months") == {
+        "single",
+        "twice",
+        "38",
+        "nine",
+    }
+    assert values("I baked bread.") == frozenset()

@@ -391,7 +391,8 @@ def test_the_readme_two_month_conversation_answers_now_and_then_truly(
     exec(block.split("```python")[1].split("```")[0], {})
     printed = capsys.readouterr().out
     now, rest = printed.split("Where did I live in mid-May?")
-    then, appointment = rest.split("When is my dentist appointment?")
+    then, rest = rest.split("When is my dentist appointment?")
+    appointment, count = rest.split("How many houseplants do I have?")
 
     def first(block: str) -> str:
         return block.split('<memory n="1"')[1].split("</memory>")[0]
@@ -401,3 +402,5 @@ def test_the_readme_two_month_conversation_answers_now_and_then_truly(
     assert "Lisbon" in first(then)
     assert "held through 'mid-May'" in first(then)
     assert "June 4" in first(appointment)
+    assert "14 now" in first(count)  # the count as last restated
+    assert "12 houseplants" in count  # the earlier count, still there, after it

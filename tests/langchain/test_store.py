@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -539,3 +540,23 @@ def test_a_valid_item_the_reference_accepts_is_accepted(said: str) -> None:
     item = store.get(("m", "u1"), "old")
     assert item is not None
     assert item.value == reference.get(("m", "u1"), "old").value  # type: ignore[union-attr]
+
+
+def test_items_of_any_size_move_through_an_export(tmp_path: Path) -> None:
+    """A LangGraph item of any size the store accepts exports and imports elsewhere whole: the
+    import accepts every memory the store itself accepts."""
+    from ramem_core.store.chroma import ChromaStore
+
+    source = RaMem(ChromaStore.persistent(tmp_path / "a", HashEmbedder()))
+    values = {f"k{n}": {"text": "x" * n, "n": n} for n in (10, 20_000, 200_000)}
+    for key, value in values.items():
+        RaMemStore(source).put(("u1", "notes"), key, value)
+    [namespace] = source.store.namespaces()
+    source.export(tmp_path / "notes.jsonl", namespace=namespace)
+    target = RaMem(ChromaStore.persistent(tmp_path / "b", HashEmbedder()))
+    target.import_from(tmp_path / "notes.jsonl", namespace=namespace)
+    moved = RaMemStore(target)
+    for key, value in values.items():
+        item = moved.get(("u1", "notes"), key)
+        assert item is not None
+        assert item.value == value
