@@ -429,6 +429,7 @@ def cmd_eval(args: argparse.Namespace, console: Console) -> int:
         limit=args.limit,
         llm=_llm(args.llm),  # type: ignore[arg-type]
         llm_stages=args.llm_stages,
+        decompose=args.decompose,
         model_name=args.llm or "llm",
     )
     run = evaluate_locomo if args.benchmark == "locomo" else evaluate_longmemeval
@@ -579,6 +580,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--llm-stages",
         action="store_true",
         help="also anchor memories and induce frames with --llm",
+    )
+    p.add_argument(
+        "--decompose",
+        action="store_true",
+        help="with --llm-stages, split questions about several things into parts",
     )
     p.set_defaults(func=cmd_eval)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,7 @@ from ramem_core.types import (
     TimeConstraint,
     TimeSpan,
 )
+from ramem_core.validation import MAX_QUERY_CHARS
 
 _RELATION_WORDS = {
     "before": Relation.BEFORE,
@@ -471,6 +473,32 @@ def _frame_reply(reply: str) -> tuple[dict[str, Any], list[Any], list[Any]]:
     return data, raw_times, raw_people
 
 
+MAX_PARTS = 4
+"""The most parts a question is split into (:attr:`RecallFrame.parts`)."""
+
+
+def _parts(reply: str, query: str = "") -> tuple[str, ...]:
+    """The parts of a decomposition reply: two to :data:`MAX_PARTS` distinct non-empty
+    strings of at most :data:`~ramem_core.validation.MAX_QUERY_CHARS` characters other than
+    ``query``, or none for an empty list; anything else raises (an unusable reply)."""
+    from ramem_core.llm import parse_json_object
+
+    raw = parse_json_object(reply).get("parts")
+    if not isinstance(raw, list):
+        raise TypeError("'parts' must be a list")
+    asked = " ".join(query.lower().split())
+    parts: list[str] = []
+    for item in raw:
+        if not isinstance(item, str) or not item.strip() or len(item) > MAX_QUERY_CHARS:
+            raise ValueError(f"unusable part {item!r}")
+        text = " ".join(item.split())
+        if text.lower() != asked and text.lower() not in (p.lower() for p in parts):
+            parts.append(text)
+    if len(parts) > MAX_PARTS:
+        raise ValueError(f"{len(parts)} parts (at most {MAX_PARTS})")
+    return tuple(parts) if len(parts) >= 2 else ()
+
+
 class LLMFrameInducer:
     """Stage 2 with an LLM: the model proposes the frame, the code grounds it.
 
@@ -479,21 +507,54 @@ class LLMFrameInducer:
     known names that tell episodes apart. An unusable reply falls back to the rule-based
     inducer, and the fallbacks are counted.
 
+    With ``decompose``, a second call asks the model to split a question about several
+    things into separate questions (:attr:`RecallFrame.parts`), each ranked and the rankings
+    fused by the retrieval stage; kept only when there are two to :data:`MAX_PARTS` distinct
+    ones, each a usable query other than the question itself (else the question has no
+    parts, and ``part_failures`` counts it). Off by default: it costs a call per question and
+    is not measured, as no model is at hand here.
+
     Args:
         llm: the model (wrap it in :class:`~ramem_core.llm.MeteredLLM` to count and cache).
         fallback: the inducer used when the reply is unusable.
+        decompose: also ask for the question's parts.
     """
 
-    def __init__(self, llm: LLM, *, fallback: RuleFrameInducer | None = None) -> None:
+    def __init__(
+        self, llm: LLM, *, fallback: RuleFrameInducer | None = None, decompose: bool = False
+    ) -> None:
         from ramem_core.llm import MeteredLLM
 
         self.llm = llm if isinstance(llm, MeteredLLM) else MeteredLLM(llm)
         self.fallback = fallback or RuleFrameInducer()
+        self.decompose = decompose
         self.fallbacks = 0
         self.dropped = 0
+        self.part_failures = 0
 
     def induce(self, query: str, context: FrameContext) -> RecallFrame:
-        """The LLM's frame for ``query``, grounded against ``context`` by code."""
+        """The LLM's frame for ``query``, grounded against ``context`` by code, with its parts
+        when ``decompose``."""
+        frame = self._frame(query, context)
+        if not self.decompose:
+            return frame
+        return replace(frame, parts=self.parts(query))
+
+    def parts(self, query: str) -> tuple[str, ...]:
+        """The separate questions ``query`` is made of, as the model proposes them and the
+        code keeps them; ``()`` for a question about one thing or an unusable reply."""
+        from ramem_core.prompts import PARTS_PROMPT, PARTS_PROMPT_VERSION
+
+        try:
+            reply = self.llm.complete(
+                PARTS_PROMPT.format(question=query), version=PARTS_PROMPT_VERSION, usable=_parts
+            )
+            return _parts(reply, query)
+        except Exception:
+            self.part_failures += 1
+            return ()
+
+    def _frame(self, query: str, context: FrameContext) -> RecallFrame:
         from ramem_core.anchoring import parse_llm_span
         from ramem_core.prompts import FRAME_PROMPT, FRAME_PROMPT_VERSION
 

@@ -265,6 +265,10 @@ class RecallFrame:
             is my current job?"): the latest statement of each superseded chain comes first.
         asks_earlier: the question asks for an earlier value ("Where did I live before?",
             "What was my previous job?"): superseded statements keep their place.
+        parts: the separate questions a question about several things is made of ("What
+            pets does Nate have?" -> one per pet), proposed by an LLM
+            (:class:`~ramem_core.frames.LLMFrameInducer` with ``decompose=True``): each is
+            ranked too and the rankings fused, so every part can reach the relevant pool.
     """
 
     query: str
@@ -277,6 +281,7 @@ class RecallFrame:
     asks_dialogue: bool = False
     asks_now: bool = False
     asks_earlier: bool = False
+    parts: tuple[str, ...] = ()
 
     @property
     def grounded_times(self) -> tuple[TimeConstraint, ...]:
@@ -305,6 +310,8 @@ class RecallFrame:
             lines.append("asks when: memories that say when rank higher")
         if self.asks_dialogue:
             lines.append("asks what was said to or by the agent: questions and replies count")
+        for part in self.parts:
+            lines.append(f"part: {part}")
         if not self.is_grounded:
             lines.append("no grounded condition: content retrieval only")
         return "\n".join(lines)

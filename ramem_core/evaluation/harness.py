@@ -99,6 +99,8 @@ class EvalOptions:
         seed: the shuffle-context permutation seed.
         llm_stages: also use ``llm`` for anchoring (all runs share the LLM's units) and for
             RaMem's recall frames.
+        decompose: with ``llm_stages``, the frame inducer also splits a question about
+            several things into parts (:class:`~ramem_core.frames.LLMFrameInducer`).
         model_name: the model's name, part of the LLM cache key.
         holdout: LoCoMo sample ids reported apart from the ones parameters were chosen on.
         piece_chars: the rule anchorer's long-turn piece length (``None``: never split).
@@ -112,6 +114,7 @@ class EvalOptions:
     answer_k: int = 10
     seed: int = 13
     llm_stages: bool = False
+    decompose: bool = False
     model_name: str = "llm"
     holdout: tuple[str, ...] = LOCOMO_HOLDOUT
     piece_chars: int | None = PIECE_CHARS
@@ -125,6 +128,9 @@ class EvalOptions:
             raise InvalidInputError(msg)
         if self.llm_stages and self.llm is None:
             msg = "llm_stages needs an llm"
+            raise InvalidInputError(msg)
+        if self.decompose and not self.llm_stages:
+            msg = "decompose needs llm_stages (the frame inducer's model splits the questions)"
             raise InvalidInputError(msg)
 
     @property
@@ -256,7 +262,7 @@ def _open_bench(
         options,
         tokens,
         LLMAnchorer(anchor_llm) if anchor_llm else RuleAnchorer(piece_chars=options.piece_chars),
-        LLMFrameInducer(frame_llm) if frame_llm else None,
+        LLMFrameInducer(frame_llm, decompose=options.decompose) if frame_llm else None,
         metered(),
     )
 

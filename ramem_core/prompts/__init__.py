@@ -7,7 +7,12 @@ from ramem_core.prompts.answer import (
     CONTEXT_PROMPT,
     CONTEXT_PROMPT_VERSION,
 )
-from ramem_core.prompts.frames import FRAME_PROMPT, FRAME_PROMPT_VERSION
+from ramem_core.prompts.frames import (
+    FRAME_PROMPT,
+    FRAME_PROMPT_VERSION,
+    PARTS_PROMPT,
+    PARTS_PROMPT_VERSION,
+)
 
 __all__ = [
     "ANCHOR_PROMPT",
@@ -18,4 +23,6 @@ __all__ = [
     "CONTEXT_PROMPT_VERSION",
     "FRAME_PROMPT",
     "FRAME_PROMPT_VERSION",
+    "PARTS_PROMPT",
+    "PARTS_PROMPT_VERSION",
 ]

@@ -17,6 +17,7 @@ keep their order after them, and nothing is dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
@@ -163,6 +164,8 @@ class Retriever:
         ranking = content_ranking(snap, frame, probe, cfg, yielding=yielding)
         if cfg.fusion is not None:
             ranking = self._fused(snap, frame, ranking, probe.cosines, cfg.fusion)
+        if frame.parts:
+            ranking = self._with_parts(snap, frame, ranking, yielding=yielding)
         width = max(k, cfg.validity_pool)
         order, pool = policies.candidates(
             ranking, snap, width, cfg.validity_pool, yielding=yielding
@@ -230,6 +233,37 @@ class Retriever:
         rows = fusion.rows(ranking, ~snap.derived)
         when = asks_when(frame, self.config)
         return rows, fusion_features(ranking, rows, snap, cosines, when, self.config.rrf_k)
+
+    def _with_parts(
+        self, snap: Snapshot, frame: RecallFrame, ranking: Ranking, *, yielding: bool
+    ) -> Ranking:
+        """``ranking`` merged with the content ranking of each of ``frame``'s parts
+        (:attr:`RecallFrame.parts`) in turn: a memory ranks by its best place in any of the
+        rankings (the question's own and each part's), ties by its reciprocal ranks summed, so
+        the first places go to the question's best and each part's best alike and a memory
+        that answers several parts leads its tie (recorded questions and replies still yield
+        to statements afterwards). The fused score becomes its place counted from the end.
+        Not tuned (no model is at hand to propose parts)."""
+        cfg = self.config
+        rankings = [ranking]
+        for part in frame.parts:
+            probe = self.probe(snap, part)
+            asked = replace(frame, query=part, need=part, parts=())
+            sub = content_ranking(snap, asked, probe, cfg, yielding=yielding)
+            if cfg.fusion is not None:
+                sub = self._fused(snap, asked, sub, probe.cosines, cfg.fusion)
+            rankings.append(sub)
+        n = len(ranking.fused)
+        best = np.full(n, cfg.depth, dtype=np.int64)
+        summed = np.zeros(n, dtype=np.float64)
+        for each in rankings:
+            place = ranks(each.fused, cfg.depth, positive=False)
+            best = np.minimum(best, place)
+            summed += 1.0 / (cfg.rrf_k + 1 + place)
+        order = np.lexsort((-summed, best))  # by the best place, then the summed ranks
+        merged = np.empty(n, dtype=np.float32)
+        merged[order] = np.arange(n, 0, -1, dtype=np.float32)  # exact up to 2**24 memories
+        return replace(ranking, fused=merged)
 
     def _fused(
         self, snap: Snapshot, frame: RecallFrame, ranking: Ranking, cosines: Scores, fusion: Fusion
