@@ -17,7 +17,10 @@ shape (:data:`OWN_GRID`: how many of the best by own content join) and L2, the c
 the weights by feature name. It also writes them, with the chosen candidate shape, to
 ``ramem_core/_data/fusion.json``, the file :data:`~ramem_core.retrieval.LEARNED_FUSION` is
 loaded from by name (``--from-result`` rewrites that file from the result file without
-refitting). The report parts are measured with the whole
+refitting). ``--keys ABLATION`` (an ablation of ``harness.ABLATIONS`` that turns episodic
+keys off, such as ``no-session-doc``) fits the same grid with those keys instead and writes
+``benchmarks/results/issue33_refit/fit_fusion_ABLATION.json`` only: the joint refit of issue
+33, whether the fusion makes a key redundant. The report parts are measured with the whole
 pipeline by ``python benchmarks/bench_splits.py --ablate no-fusion``, not here. Skips cleanly
 without the dev data.
 """
@@ -58,6 +61,8 @@ CANDIDATES = 50
 OWN_GRID = (0, 20)
 L2_GRID = (0.001, 0.01, 0.1)
 LOSSES = ("any", "all")
+KEYS: str | None = None
+"""The ablation whose episodic keys replace the default ones (``--keys``)."""
 PLACE = FUSION_FEATURES.index("place")
 
 
@@ -82,10 +87,18 @@ def _candidates(
     return features, evidence
 
 
+def _config() -> RetrievalConfig:
+    """The fixed fusion's configuration, with the episodic keys of ``--keys`` if given."""
+    base = replace(RetrievalConfig(), fusion=None)
+    if KEYS is None:
+        return base
+    return replace(base, keys=harness.ABLATIONS[KEYS].keys)
+
+
 def locomo_questions(own: int) -> list[Question]:
     options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
     bench = harness._open_bench(OUT / "locomo", options, _embedder(), None)
-    memory = RaMem(bench.store, config=replace(RetrievalConfig(), fusion=None))
+    memory = RaMem(bench.store, config=_config())
     out = []
     samples = json.loads((DATA / "locomo_dev.json").read_text(encoding="utf-8"))
     chosen = [s for s in samples if s["sample_id"] not in harness.LOCOMO_HOLDOUT]
@@ -104,7 +117,7 @@ def locomo_questions(own: int) -> list[Question]:
 def lme_questions(own: int) -> list[Question]:
     options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
     bench = harness._open_bench(OUT / "lme", options, _embedder(), None)
-    memory = RaMem(bench.store, config=replace(RetrievalConfig(), fusion=None))
+    memory = RaMem(bench.store, config=_config())
     out = []
     for _, split, item in lme_items():
         qid = str(item["question_id"])
@@ -189,12 +202,20 @@ def main() -> None:
     if not (DATA / "locomo_dev.json").exists():
         print(f"skipped: {DATA} has no dev data")
         return
-    result: dict[str, Any] = {"command": "python benchmarks/fit_fusion.py", "cv": {}}
+    global KEYS
+    if "--keys" in sys.argv:
+        KEYS = sys.argv[sys.argv.index("--keys") + 1]
+        if KEYS not in harness.ABLATIONS or harness.ABLATIONS[KEYS].keys == RetrievalConfig().keys:
+            print(f"--keys takes an ablation that changes the episodic keys, not {KEYS!r}")
+            sys.exit(2)
+    command = "python benchmarks/fit_fusion.py" + (f" --keys {KEYS}" if KEYS else "")
+    result: dict[str, Any] = {"command": command, "keys": KEYS, "cv": {}}
     fixed = np.zeros(len(FUSION_FEATURES))
     fixed[PLACE] = 1.0
     best: tuple[float, int, float, str] | None = None
     sets = {}
-    for own in OWN_GRID:
+    # a keys variant is fitted with the shipped fit's candidate shape (own=20) only
+    for own in OWN_GRID if KEYS is None else (20,):
         questions = sets[own] = locomo_questions(own) + lme_questions(own)
         print(f"{len(questions)} choose questions, {CANDIDATES} + {own} candidates each")
         result["cv"][f"own={own} fixed"] = measures(questions, [fixed] * len(questions))
@@ -219,6 +240,13 @@ def main() -> None:
     print(f"fixed: {result['cv'][f'own={own} fixed']}")
     print(f"chosen own_candidates={own} loss={loss} l2={l2}; weights:")
     print(tuple(round(float(w), 4) for w in weights))
+    result["best_cv_score"] = round(best[0], 4)
+    if KEYS is not None:  # a variant: its own result file, never the shipped weights
+        out = ROOT / "benchmarks" / "results" / "issue33_refit" / f"fit_fusion_{KEYS}.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        print(f"wrote {out}")
+        return
     RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {RESULT}")
     write_data(result)

@@ -570,7 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--ablate",
         help="comma-separated: shuffle-context, no-session, no-context-ranking, no-keys, "
-        "no-neighbours, no-session-doc, no-window, no-date, no-own, no-speaker, no-when, "
+        "no-neighbours, no-session-doc, no-window, with-date, no-own, no-speaker, no-when, "
         "no-slots, no-anchor-side, no-context-synthesis",
     )
     p.add_argument("--limit", type=_positive, help="at most this many questions (smoke runs)")

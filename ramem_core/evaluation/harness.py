@@ -9,8 +9,9 @@ Every system reads the same stored units; they differ only in their retrieval co
 Ablations are configurations too: ``shuffle-context`` (episodic contexts permuted among units,
 contents kept; stored in a second namespace), ``no-session`` (session spans unused),
 ``no-context-ranking`` (the recall frame unused), ``no-keys`` (no episodic keys: the frame
-alone), ``no-neighbours``, ``no-session-doc``, ``no-window``, ``no-date``, ``no-own`` and
-``no-speaker`` (one episodic key part off each), ``no-when`` (no bonus for memories that say
+alone), ``no-neighbours``, ``no-session-doc``, ``no-window``, ``no-own`` and ``no-speaker`` (one
+episodic key part off each), ``with-date`` (the session's month and year words back in the
+keys, which the joint refit of issue 33 took out), ``no-when`` (no bonus for memories that say
 when, on questions asking when) and ``no-context-synthesis`` (the generator gets plain text;
 differs from ``ramem`` only in tokens and answers).
 
@@ -68,7 +69,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-neighbours": RetrievalConfig(keys=EpisodicKeys(neighbours=())),
     "no-session-doc": RetrievalConfig(keys=EpisodicKeys(session_weight=0.0)),
     "no-window": RetrievalConfig(keys=EpisodicKeys(window=0)),
-    "no-date": RetrievalConfig(keys=EpisodicKeys(session_date=False)),
+    "with-date": RetrievalConfig(keys=EpisodicKeys(session_date=True)),
     "no-own": RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)),
     "no-speaker": RetrievalConfig(keys=EpisodicKeys(speaker_weight=0.0)),
     "no-when": RetrievalConfig(time_weight=0.0),

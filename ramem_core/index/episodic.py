@@ -4,10 +4,12 @@ A memory unit is returned as its own lossless content with its coordinates (stag
 *found* through richer keys that reinstate its episode (stage 1 -> stage 3):
 
 - a **lexical key**: its own words, plus the words of its neighbour turns in the same session
-  with decaying weights (``tf += 0.5 * tf(+-1) + 0.25 * tf(+-2)``), plus the session's date
-  (month and year words), so "the pottery class" finds the turn that only says "it was fun"
-  right after the turn that named the class;
-- a **session document**: one lexical document per session (every turn's words and the date);
+  with decaying weights (``tf += 0.5 * tf(+-1) + 0.25 * tf(+-2)``), so "the pottery class"
+  finds the turn that only says "it was fun" right after the turn that named the class (with
+  ``EpisodicKeys.session_date``, also the session's month and year words: off by default
+  since the joint refit of issue 33);
+- a **session document**: one lexical document per session (every turn's words, and the date
+  with ``session_date``);
   a turn gains ``session_weight / (rrf_k + 1 + rank of its session)``, so the episode that
   matches the question as a whole lifts all of its turns;
 - a **dense key**: its own vector plus the normalised sum of the vectors of its neighbourhood
@@ -57,7 +59,10 @@ class EpisodicKeys:
     Attributes:
         neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
             same session, added to a turn's own lexical key (``()`` turns it off).
-        session_date: add the session's month and year words to the lexical keys.
+        session_date: add the session's month and year words to the lexical keys. Off: the
+            joint refit of the keys and the learned fusion (issue 33) found them redundant,
+            choose parts equal or better without them
+            (``benchmarks/results/issue33_refit/bench_splits_refit.json``).
         session_weight: weight of the session-document rank in the fused score (0: off).
         window: turns on each side whose vectors form the dense window key (0: off).
         speaker_weight: a memory said by a person the query names gains
@@ -69,7 +74,7 @@ class EpisodicKeys:
     """
 
     neighbours: tuple[float, ...] = (0.5, 0.25)
-    session_date: bool = True
+    session_date: bool = False
     session_weight: float = 4.0
     window: int = 1
     own_weight: float = 0.25
