@@ -119,3 +119,17 @@ def test_a_screenshot_of_the_page_shows_the_timeline_and_the_window(
     window = tuple(round(0.25 * int(WINDOW[i : i + 2], 16) + 0.75 * 255) for i in (1, 3, 5))
     assert near(session) > 200  # the sessions on the timeline (and the legend's swatch)
     assert near(window) > 2000  # the grounded window: a band across the timeline
+
+
+def test_the_frame_says_when_a_restated_value_reads_latest_first() -> None:
+    from ramem_core.explain import _frame_lines
+    from ramem_core.types import RecallFrame
+
+    now = RecallFrame("How many coins do I have?", "How many coins do I have?", asks_now=True)
+    assert any("restated on a later day" in line for line in _frame_lines(now))
+    untimed = RecallFrame("How many sessions did I attend?", "How many sessions did I attend?")
+    assert any("latest restatement first" in line for line in _frame_lines(untimed))
+    plain = RecallFrame("What did the doctor say?", "What did the doctor say?")
+    assert not any("restate" in line for line in _frame_lines(plain))
+    parted = RecallFrame("q", "q", parts=("What did Ana buy?", "What did Ben buy?"))
+    assert "part: What did Ben buy?" in _frame_lines(parted)
