@@ -246,8 +246,9 @@ class Retriever:
         Not tuned (no model is at hand to propose parts)."""
         cfg = self.config
         rankings = [ranking]
-        for part in frame.parts:
-            probe = self.probe(snap, part)
+        vectors = self.embedder.embed(list(frame.parts))  # one call for every part
+        for part, vector in zip(frame.parts, vectors, strict=True):
+            probe = Probe(snap, part, self.embedder, vector)
             asked = replace(frame, query=part, need=part, parts=())
             sub = content_ranking(snap, asked, probe, cfg, yielding=yielding)
             if cfg.fusion is not None:

@@ -54,11 +54,17 @@ class Probe:
 
     __slots__ = ("_cosines", "_vector", "embedder", "snap", "text")
 
-    def __init__(self, snap: Snapshot, text: str, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        snap: Snapshot,
+        text: str,
+        embedder: Embedder,
+        vector: npt.NDArray[np.float32] | None = None,
+    ) -> None:
         self.snap = snap
         self.text = text
         self.embedder = embedder
-        self._vector: npt.NDArray[np.float32] | None = None
+        self._vector: npt.NDArray[np.float32] | None = vector  # embedded already, if given
         self._cosines: Scores | None = None
 
     @property
