@@ -70,15 +70,6 @@ def _with_held(satisfied: tuple[str, ...], held: str | None) -> tuple[str, ...]:
     return (*satisfied, held)
 
 
-import re as _re
-
-_SET = _re.compile(
-    r"^\s*(?:what|which)\s+(?:kinds?\s+of\s+|types?\s+of\s+|\w+\s+){0,2}?\w+s\s+"
-    r"(?:do|does|did|has|have|had|is|are|was|were)\b",
-    _re.IGNORECASE,
-)
-
-
 class Retriever:
     """Validity-aware retrieval over a :class:`Snapshot` it is handed (it holds no data).
 
@@ -175,27 +166,6 @@ class Retriever:
             ranking = self._fused(snap, frame, ranking, probe.cosines, cfg.fusion)
         if frame.parts:
             ranking = self._with_parts(snap, frame, ranking, yielding=yielding)
-        if cfg.feedback is not None and _SET.search(frame.query) and snap.vectors is not None:
-            top = ranking.top(3, among=~snap.derived)
-            v = probe.vector + snap.vectors[top].mean(axis=0)
-            v = (v / np.linalg.norm(v)).astype(np.float32)
-            fb = Probe(snap, frame.query, self.embedder, v)
-            sub = content_ranking(snap, frame, fb, cfg, yielding=yielding)
-            if cfg.fusion is not None:
-                sub = self._fused(snap, frame, sub, fb.cosines, cfg.fusion)
-            n = len(ranking.fused)
-            a = ranks(ranking.fused, cfg.depth, positive=False)
-            b = ranks(sub.fused, cfg.depth, positive=False)
-            if cfg.feedback == "best":
-                best = np.minimum(a, b)
-                summed = 1.0 / (cfg.rrf_k + 1 + a) + 1.0 / (cfg.rrf_k + 1 + b)
-                order = np.lexsort((-summed, best))
-            else:
-                summed = 1.0 / (cfg.rrf_k + 1 + a) + 1.0 / (cfg.rrf_k + 1 + b)
-                order = np.argsort(-summed, kind="stable")
-            merged = np.empty(n, dtype=np.float32)
-            merged[order] = np.arange(n, 0, -1, dtype=np.float32)
-            ranking = replace(ranking, fused=merged)
         width = max(k, cfg.validity_pool)
         order, pool = policies.candidates(
             ranking, snap, width, cfg.validity_pool, yielding=yielding

@@ -118,7 +118,6 @@ class RetrievalConfig:
     state_kind_similarity: float = 0.2
     state_candidates: int = 50
     restate_share: float | None = 0.6
-    feedback: str | None = None
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
