@@ -61,8 +61,6 @@ CANDIDATES = 50
 OWN_GRID = (0, 20)
 L2_GRID = (0.001, 0.01, 0.1)
 LOSSES = ("any", "all")
-KEYS: str | None = None
-"""The ablation whose episodic keys replace the default ones (``--keys``)."""
 PLACE = FUSION_FEATURES.index("place")
 
 
@@ -87,18 +85,19 @@ def _candidates(
     return features, evidence
 
 
-def _config() -> RetrievalConfig:
-    """The fixed fusion's configuration, with the episodic keys of ``--keys`` if given."""
+def _config(keys: str | None) -> RetrievalConfig:
+    """The fixed fusion's configuration, with the episodic keys of the ablation ``keys``
+    (``--keys``) if given."""
     base = replace(RetrievalConfig(), fusion=None)
-    if KEYS is None:
+    if keys is None:
         return base
-    return replace(base, keys=harness.ABLATIONS[KEYS].keys)
+    return replace(base, keys=harness.ABLATIONS[keys].keys)
 
 
-def locomo_questions(own: int) -> list[Question]:
+def locomo_questions(own: int, keys: str | None = None) -> list[Question]:
     options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
     bench = harness._open_bench(OUT / "locomo", options, _embedder(), None)
-    memory = RaMem(bench.store, config=_config())
+    memory = RaMem(bench.store, config=_config(keys))
     out = []
     samples = json.loads((DATA / "locomo_dev.json").read_text(encoding="utf-8"))
     chosen = [s for s in samples if s["sample_id"] not in harness.LOCOMO_HOLDOUT]
@@ -114,10 +113,10 @@ def locomo_questions(own: int) -> list[Question]:
     return out
 
 
-def lme_questions(own: int) -> list[Question]:
+def lme_questions(own: int, keys: str | None = None) -> list[Question]:
     options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
     bench = harness._open_bench(OUT / "lme", options, _embedder(), None)
-    memory = RaMem(bench.store, config=_config())
+    memory = RaMem(bench.store, config=_config(keys))
     out = []
     for _, split, item in lme_items():
         qid = str(item["question_id"])
@@ -202,21 +201,22 @@ def main() -> None:
     if not (DATA / "locomo_dev.json").exists():
         print(f"skipped: {DATA} has no dev data")
         return
-    global KEYS
-    if "--keys" in sys.argv:
-        KEYS = sys.argv[sys.argv.index("--keys") + 1]
-        if KEYS not in harness.ABLATIONS or harness.ABLATIONS[KEYS].keys == RetrievalConfig().keys:
-            print(f"--keys takes an ablation that changes the episodic keys, not {KEYS!r}")
-            sys.exit(2)
-    command = "python benchmarks/fit_fusion.py" + (f" --keys {KEYS}" if KEYS else "")
-    result: dict[str, Any] = {"command": command, "keys": KEYS, "cv": {}}
+    keys = sys.argv[sys.argv.index("--keys") + 1] if "--keys" in sys.argv else None
+    default = RetrievalConfig().keys
+    if keys is not None and (
+        keys not in harness.ABLATIONS or harness.ABLATIONS[keys].keys == default
+    ):
+        print(f"--keys takes an ablation that changes the episodic keys, not {keys!r}")
+        sys.exit(2)
+    command = "python benchmarks/fit_fusion.py" + (f" --keys {keys}" if keys else "")
+    result: dict[str, Any] = {"command": command, "keys": keys, "cv": {}}
     fixed = np.zeros(len(FUSION_FEATURES))
     fixed[PLACE] = 1.0
     best: tuple[float, int, float, str] | None = None
     sets = {}
     # a keys variant is fitted with the shipped fit's candidate shape (own=20) only
-    for own in OWN_GRID if KEYS is None else (20,):
-        questions = sets[own] = locomo_questions(own) + lme_questions(own)
+    for own in OWN_GRID if keys is None else (20,):
+        questions = sets[own] = locomo_questions(own, keys) + lme_questions(own, keys)
         print(f"{len(questions)} choose questions, {CANDIDATES} + {own} candidates each")
         result["cv"][f"own={own} fixed"] = measures(questions, [fixed] * len(questions))
         for loss in LOSSES:
@@ -241,8 +241,8 @@ def main() -> None:
     print(f"chosen own_candidates={own} loss={loss} l2={l2}; weights:")
     print(tuple(round(float(w), 4) for w in weights))
     result["best_cv_score"] = round(best[0], 4)
-    if KEYS is not None:  # a variant: its own result file, never the shipped weights
-        out = ROOT / "benchmarks" / "results" / "issue33_refit" / f"fit_fusion_{KEYS}.json"
+    if keys is not None:  # a variant: its own result file, never the shipped weights
+        out = ROOT / "benchmarks" / "results" / "issue33_refit" / f"fit_fusion_{keys}.json"
         out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps(result, indent=1), encoding="utf-8")
         print(f"wrote {out}")

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from html import escape
 
 from ramem_core.index.snapshot import session_spans
-from ramem_core.states import asks_value
+from ramem_core.retrieval.supersession import asks_latest_value
 from ramem_core.synthesis import coordinates, validity
 from ramem_core.temporal import describe
 from ramem_core.types import Evidence, MemoryUnit, Recall, RecallFrame
@@ -180,7 +180,7 @@ def _frame_lines(frame: RecallFrame) -> list[str]:
             "asks about now: the latest statement of each superseded state first, and a value"
             " restated on a later day read latest first"
         )
-    elif asks_value(frame.query) and not frame.grounded_times and not frame.asks_earlier:
+    elif asks_latest_value(frame):
         lines.append("asks for a value at no time in particular: its latest restatement first")
     lines.extend(f"part: {part}" for part in frame.parts)
     if not frame.is_grounded:

@@ -26,6 +26,11 @@ Scores = npt.NDArray[np.float32]
 # --------------------------------------------------------------------------- BM25
 
 
+def _idf(documents: int, df: int) -> float:
+    """BM25's inverse document frequency of a term ``df`` of ``documents`` hold."""
+    return float(np.log(1.0 + (documents - df + 0.5) / (df + 0.5)))
+
+
 class LexicalIndex:
     """Okapi BM25 over weighted term frequencies, with appends and removals.
 
@@ -322,9 +327,7 @@ class LexicalIndex:
         """The BM25 inverse document frequency of ``term`` among this index's live documents;
         0 for a term no document holds (it tells no document from another)."""
         df = self._df.get(term) if self._live else 0
-        if not df:
-            return 0.0
-        return float(np.log(1.0 + (self._live - df + 0.5) / (df + 0.5)))
+        return _idf(self._live, df) if df else 0.0
 
     def scores(self, terms: Sequence[str]) -> Scores:
         """BM25 score of every document id for the query ``terms`` (0 for removed ones)."""
@@ -342,7 +345,7 @@ class LexicalIndex:
             df = self._df.get(term)
             if not df:
                 continue
-            idf = float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+            idf = _idf(n, df)
             docs, tfs = self._posting(term)
             out[docs] += qtf * idf * tfs * (self.k1 + 1.0) / (tfs + norm[docs])
             for doc, counts in self._open.items():  # open documents are not posted

@@ -187,7 +187,7 @@ class Retriever:
                 # first too often (LongMemEval choose part, results/bench_updates.json)
                 latest = supersession.successors(snap, pool, None, cfg.state_kind_similarity)
             # and the statements restating the value asked for, latest day first
-            if cfg.restate_share is not None and supersession.asks_latest_value(frame, conditions):
+            if cfg.restate_share is not None and supersession.asks_latest_value(frame):
                 restated = supersession.restated(snap, frame, pool, cfg.restate_share)
         chosen = policies.valid_first(
             ranking,

@@ -76,14 +76,14 @@ def successors(
     return out
 
 
-def asks_latest_value(frame: RecallFrame, conditions: Conditions) -> bool:
+def asks_latest_value(frame: RecallFrame) -> bool:
     """True when the latest restatement answers ``frame``: it asks about now ("How many coins
-    do I have?"), or for a value at no time in particular ("How many sessions did I attend?",
-    "the amount I was pre-approved for": a person's latest account of a count corrects the
-    earlier ones); never when it asks for the earlier value."""
+    do I have?"), or for a value at no time in particular (no grounded time: "How many
+    sessions did I attend?", "the amount I was pre-approved for": a person's latest account of
+    a count corrects the earlier ones); never when it asks for the earlier value."""
     if frame.asks_earlier:
         return False
-    return frame.asks_now or (not conditions.windows and asks_value(frame.query))
+    return frame.asks_now or (not frame.grounded_times and asks_value(frame.query))
 
 
 def restated(
