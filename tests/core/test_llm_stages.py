@@ -333,19 +333,22 @@ def test_every_role_end_to_end(memory: RaMem) -> None:
     assert 'said="28 August 2023, 21:00"' in answerer.prompts[0]
 
 
+def stage_reply(prompt: str) -> str:
+    """A model for every stage of an evaluation of ``locomo_mini.json``: units for anchoring,
+    a frame with no condition, and the answer."""
+    if prompt.startswith("You turn a window"):
+        return good_reply(prompt)
+    if prompt.startswith("You split a question"):
+        return json.dumps({"need": "When did Caroline go?", "times": [], "participants": []})
+    return "7 May 2023"
+
+
 def test_evaluation_reports_llm_calls_and_tokens(tmp_path: Path) -> None:
     from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo
     from ramem_core.testing import HashEmbedder
     from tests.conftest import FIXTURES
 
-    def reply(prompt: str) -> str:
-        if prompt.startswith("You turn a window"):
-            return good_reply(prompt)
-        if prompt.startswith("You split a question"):
-            return json.dumps({"need": "When did Caroline go?", "times": [], "participants": []})
-        return "7 May 2023"
-
-    fake = FakeLLM(reply)
+    fake = FakeLLM(stage_reply)
     options = EvalOptions(
         systems=("ramem", "content"), ks=(5,), llm=fake, llm_stages=True, model_name="fake"
     )

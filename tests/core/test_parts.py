@@ -156,16 +156,12 @@ def test_the_evaluation_can_decompose_with_its_model(tmp_path: Path) -> None:
     from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo
     from ramem_core.testing import HashEmbedder
     from tests.conftest import FIXTURES
-    from tests.core.test_llm_stages import good_reply
+    from tests.core.test_llm_stages import stage_reply
 
     def reply(prompt: str) -> str:
-        if prompt.startswith("You turn a window"):
-            return good_reply(prompt)
         if "Split it into the separate questions" in prompt:
             return json.dumps({"parts": ["When did Caroline go?", "Where did Caroline go?"]})
-        if prompt.startswith("You split a question"):
-            return json.dumps({"need": "When did Caroline go?", "times": [], "participants": []})
-        return "7 May 2023"
+        return stage_reply(prompt)
 
     fake = FakeLLM(reply)
     options = EvalOptions(

@@ -202,23 +202,19 @@ def test_the_llm_anchorers_named_state_chains_statements_whatever_their_words(
 
 
 COINS = "How many pre-1920 American coins do I have in my collection?"
+THIRTY_SEVEN = "I have a total of 37 pre-1920 American coins in my collection."
+THIRTY_EIGHT = (  # the count restated in other words, matching the question less well
+    "Good news for the collection: my pre-1920 American coins count is 38 now after the "
+    "flea market in Porto, and I want a better display case."
+)
 
 
 def _coins(memory: RaMem) -> tuple[str, str]:
     """A count said once, then restated with a new value days later in other words: the
     earlier statement matches the question best."""
-    old = memory.add_turn(
-        "user",
-        "I have a total of 37 pre-1920 American coins in my collection.",
-        at=datetime(2024, 5, 27, 18),
-    )
+    old = memory.add_turn("user", THIRTY_SEVEN, at=datetime(2024, 5, 27, 18))
     memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 5, 28, 9))
-    new = memory.add_turn(
-        "user",
-        "Good news for the collection: my pre-1920 American coins count is 38 now after the "
-        "flea market in Porto, and I want a better display case.",
-        at=datetime(2024, 5, 29, 0),
-    )
+    new = memory.add_turn("user", THIRTY_EIGHT, at=datetime(2024, 5, 29, 0))
     return old.id, new.id
 
 
@@ -247,11 +243,7 @@ def test_an_earlier_value_question_keeps_the_earlier_count_first(memory: RaMem) 
 
 
 def test_a_later_statement_without_a_value_does_not_restate_it(memory: RaMem) -> None:
-    old = memory.add_turn(
-        "user",
-        "I have a total of 37 pre-1920 American coins in my collection.",
-        at=datetime(2024, 5, 27, 18),
-    )
+    old = memory.add_turn("user", THIRTY_SEVEN, at=datetime(2024, 5, 27, 18))
     memory.add_turn(
         "user",
         "I have my pre-1920 American coins collection in a new display case.",
@@ -262,32 +254,15 @@ def test_a_later_statement_without_a_value_does_not_restate_it(memory: RaMem) ->
 
 def test_restatements_of_one_day_keep_their_order(memory: RaMem) -> None:
     day = datetime(2024, 5, 27, 18)
-    first = memory.add_turn(
-        "user", "I have a total of 37 pre-1920 American coins in my collection.", at=day
-    )
-    later = memory.add_turn(
-        "user",
-        "Good news for the collection: my pre-1920 American coins count is 38 now after the "
-        "flea market in Porto, and I want a better display case.",
-        at=day.replace(hour=19),
-    )
+    first = memory.add_turn("user", THIRTY_SEVEN, at=day)
+    later = memory.add_turn("user", THIRTY_EIGHT, at=day.replace(hour=19))
     ids = _first(memory, COINS)
     assert ids.index(first.id) < ids.index(later.id)
 
 
 def test_another_persons_count_restates_nothing(memory: RaMem) -> None:
-    old = memory.add_turn(
-        "user",
-        "I have a total of 37 pre-1920 American coins in my collection.",
-        at=datetime(2024, 5, 27, 18),
-    )
-    memory.add_turn(
-        "Ana",
-        "Good news for the collection: my pre-1920 American coins count is 38 now after the "
-        "flea market in Porto, and I want a better display case.",
-        at=datetime(2024, 5, 29),
-        conversation_id="ana",
-    )
+    old = memory.add_turn("user", THIRTY_SEVEN, at=datetime(2024, 5, 27, 18))
+    memory.add_turn("Ana", THIRTY_EIGHT, at=datetime(2024, 5, 29), conversation_id="ana")
     assert _first(memory, COINS)[0] == old.id
 
 
