@@ -125,8 +125,17 @@ def place(
 ) -> Place:
     """The session ``turn`` goes to: the one ``held`` (the conversation's latest, as stored)
     when it is open, else a new one after it. A session closes after a pause longer than
-    ``gap``, when ``ended`` (:meth:`~ramem_core.RaMem.end_session`) or on ``new_session``."""
-    if held is None or held.span is None or new_session or ended or turn.at - held.span.end > gap:
+    ``gap``, when ``ended`` (:meth:`~ramem_core.RaMem.end_session`) or on ``new_session``; a
+    turn dated more than ``gap`` before the open session began (history added out of order)
+    starts one of its own too, so no session's span stretches over months it was not said in."""
+    if (
+        held is None
+        or held.span is None
+        or new_session
+        or ended
+        or turn.at - held.span.end > gap
+        or held.span.start - turn.at > gap
+    ):
         index = 0 if held is None else held.index + 1
         return Place(index, f"{turn.conversation_id}-s{index + 1}", turn.at, 0)
     return Place(held.index, held.session_id, min(held.span.start, turn.at), held.turns)

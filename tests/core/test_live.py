@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from ramem_core import EpisodicContext, Granularity, Kind, MemoryUnit, TimeSpan
+from ramem_core import EpisodicContext, Granularity, Kind, MemoryUnit, RaMem, TimeSpan
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.snapshot import SessionState
 from ramem_core.live import check_turn, place, placed, turn_unit_id
@@ -30,6 +30,34 @@ def test_a_turn_continues_the_open_session_and_opens_one_after_a_pause() -> None
     assert place(_held(AT), turn, gap=HOUR, ended=True).session_id == "live-s3"
     assert place(_held(AT), turn, gap=HOUR, new_session=True).session_id == "live-s3"
     assert place(None, turn, gap=HOUR).session_id == "live-s1"
+
+
+def test_a_turn_dated_long_before_the_open_session_starts_its_own() -> None:
+    """History added out of order (a turn from April after one from May) must not stretch
+    the open session back over the months between, which every turn of it would then show as
+    when it was said."""
+    may = datetime(2024, 5, 31, 9)
+    held = SessionState("live-s2", 1, TimeSpan(may, may, Granularity.INSTANT), 1, ("user",))
+    april = check_turn(
+        "user", "I live in Lisbon.", at=datetime(2024, 4, 2, 9), conversation_id="live"
+    )
+    where = place(held, april, gap=HOUR)
+    assert (where.session_id, where.turn, where.start) == ("live-s3", 0, datetime(2024, 4, 2, 9))
+    skewed = check_turn(
+        "user", "A writer's clock behind.", at=may - HOUR / 2, conversation_id="live"
+    )
+    assert place(held, skewed, gap=HOUR).session_id == "live-s2"  # within the gap: joins it
+
+
+def test_the_agent_is_told_when_each_turn_was_said_whatever_order_they_came_in(
+    memory: RaMem,
+) -> None:
+    memory.add_turn(
+        "user", "The houseplants on my balcony are 14 now.", at=datetime(2024, 5, 31, 9)
+    )
+    memory.add_turn("user", "I live in Lisbon, near the river.", at=datetime(2024, 4, 2, 9))
+    text = memory.situate("How many houseplants do I have?", k=1, at=datetime(2024, 7, 1)).text
+    assert 'said="31 May 2024, 09:00"' in text
 
 
 def test_placed_units_carry_their_session_and_a_question_no_event() -> None:
