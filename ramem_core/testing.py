@@ -363,6 +363,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_STOP_GRACE_S = 10.0
+"""Seconds a stopped ``chroma run`` server gets to exit before it is killed."""
+
+
 @contextmanager
 def serve_chroma(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
     """A ``chroma run`` server on a free local port serving the directory ``path``, stopped
@@ -399,5 +403,10 @@ def serve_chroma(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
                     time.sleep(0.2)
             yield port
         finally:
+            # A graceful stop waits on open client connections; past a grace period, kill.
             proc.terminate()
-            proc.wait(timeout=30)
+            try:
+                proc.wait(timeout=_STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

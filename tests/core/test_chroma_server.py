@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+import os
+import stat
+import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -12,6 +15,7 @@ from unittest import mock
 
 import pytest
 
+import ramem_core.testing as testing
 from ramem_core import ChromaStore, RaMem, StoreError
 from ramem_core.testing import (
     HashEmbedder,
@@ -284,3 +288,27 @@ def test_an_export_moves_a_memory_to_a_server_with_the_same_recall(
     assert [[e.unit.id for e in server.recall(q["question"])] for q in questions] == before
     server.drop()
     server.close()
+
+
+def test_a_server_that_ignores_its_stop_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve_chroma` stops its server even when a graceful stop hangs (seen on CI: a
+    `chroma run` still waiting on client connections 30 s after SIGTERM)."""
+    fake = tmp_path / "bin" / "chroma"
+    fake.parent.mkdir()
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import signal, socket, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
+        "server = socket.create_server(('127.0.0.1', port))\n"
+        "time.sleep(600)\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(testing, "_STOP_GRACE_S", 0.5)
+    started = time.monotonic()
+    with serve_chroma(tmp_path / "db"):
+        pass
+    assert time.monotonic() - started < 20
