@@ -130,12 +130,13 @@ def validity(evidence: Evidence) -> list[tuple[str, str]]:
         out.append(("valid", "; ".join(evidence.satisfied)))
     if evidence.superseded is not None:
         later = evidence.superseded
-        out.append(
-            (
-                "superseded",
-                f"on {later.on.day} {later.on:%B %Y} by {later.content!r}: valid until then",
-            )
-        )
+        said = f"{later.on.day} {later.on:%B %Y}"
+        if later.since is None or describe(later.since) == said:
+            line = f"on {said} by {later.content!r}: valid until then"
+        else:  # the successor says when its state begins: valid until then
+            began = describe(later.since)
+            line = f"since {began} by {later.content!r} (said {said}): valid until then"
+        out.append(("superseded", line))
     return out
 
 
@@ -179,6 +180,8 @@ def evidence_metadata(evidence: Evidence) -> dict[str, Scalar]:
     if evidence.superseded is not None:
         meta["superseded_by"] = evidence.superseded.by
         meta["superseded_on"] = evidence.superseded.on.isoformat()
+        if evidence.superseded.since is not None:
+            meta["superseded_since"] = evidence.superseded.since.start.isoformat()
     return meta
 
 

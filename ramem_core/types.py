@@ -348,11 +348,14 @@ class Evidence:
 @dataclass(frozen=True, slots=True)
 class Supersession:
     """A state statement superseded by a later one: ``by`` (the successor's unit id) said
-    ``on`` (when the successor was said), with its ``content``."""
+    ``on`` (when the successor was said), with its ``content``; ``since``: when the
+    successor's lasting state begins, when it says ("I moved to Porto last week!": that
+    week; "I start at Google next month": that month), else ``None`` (as of ``on``)."""
 
     by: str
     on: datetime
     content: str
+    since: TimeSpan | None = None
 
 
 @dataclass(frozen=True, slots=True)

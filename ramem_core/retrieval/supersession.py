@@ -30,6 +30,15 @@ def _said(unit: MemoryUnit) -> tuple[datetime, int]:
     return (span.end if span is not None else datetime.min, unit.context.turn_index)
 
 
+def _began(snap: Snapshot, row: int) -> TimeSpan | None:
+    """When the lasting state stated at ``row`` begins, when it says so ("I moved to Porto
+    last week!": the week before it was said; "I start at Google next month": that month):
+    its event time; else ``None`` (an appointment's event time is the appointment, not when
+    it was set)."""
+    began = snap.units[row].context.event_time
+    return began if began is not None and snap.columns["lasting"][row] else None
+
+
 def successors(
     snap: Snapshot,
     rows: Iterable[int],
@@ -181,7 +190,8 @@ def held_through(
     """The rows among ``rows`` that state a lasting state ("I live in Lisbon") of the kind
     the question asks about ("Where did I live in April?") held during one of the frame's
     windows though said before it: from when it was said until it was superseded (or until
-    the question's now), with the reason in words."""
+    the question's now; until the successor's state began when it says, "I moved to Porto
+    last week!"), with the reason in words."""
     asked = kind_bits_of(asks_about_state(frame.query))
     if not conditions.windows or conditions.exact is None or not asked:
         return {}  # only a question about a lasting state reads one over its interval
@@ -197,7 +207,10 @@ def held_through(
         if not asked & int(snap.columns["state_kinds"][row]):
             continue  # a lasting state of another kind than the question asks about
         later = successor.get(row)
-        end = _said(snap.units[later])[0] if later is not None else now
+        end = now
+        if later is not None:  # until the successor's state began, or else was said
+            began = _began(snap, later)
+            end = began.start if began is not None else _said(snap.units[later])[0]
         if end < ctx.session_span.start:
             continue
         held = TimeSpan(ctx.session_span.start, end, ctx.session_span.granularity)
@@ -209,9 +222,10 @@ def held_through(
 
 
 def supersession(snap: Snapshot, row: int, successor: Mapping[int, int]) -> Supersession | None:
-    """The label of a superseded memory: by which later statement, said when."""
+    """The label of a superseded memory: by which later statement, said when, and since when
+    its state held when it says so."""
     later = successor.get(row)
     if later is None:
         return None
     unit = snap.units[later]
-    return Supersession(unit.id, _said(unit)[0], unit.content)
+    return Supersession(unit.id, _said(unit)[0], unit.content, _began(snap, later))

@@ -10,6 +10,8 @@ import pytest
 
 from ramem_core import RaMem, RetrievalConfig
 from ramem_core.states import asks_earlier, asks_now, asks_value, state_kinds, values
+from ramem_core.synthesis import evidence_metadata, validity
+from ramem_core.temporal import describe
 
 JAN = datetime(2024, 1, 10, 9)
 JUNE = datetime(2024, 6, 2, 9)
@@ -36,6 +38,60 @@ def test_a_question_about_now_reads_the_latest_statement_first(memory: RaMem) ->
     assert old.superseded.by == porto
     assert old.superseded.on == JUNE
     assert next(e for e in found if e.unit.id == porto).superseded is None
+
+
+def test_a_move_last_week_ends_the_earlier_state_that_week(memory: RaMem) -> None:
+    """The Porto statement, said 2 June, says the move was the week before: Lisbon held until
+    then, not until the day it was said, in the label and for a question about a day between."""
+    lisbon, _ = _moved(memory)
+    found = memory.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1))
+    [old] = [e for e in found if e.unit.id == lisbon]
+    assert old.superseded is not None
+    since = old.superseded.since
+    assert since is not None
+    assert since.end < JUNE  # "last week": before it was said
+    assert dict(validity(old))["superseded"].startswith(f"since {describe(since)} by ")
+    assert evidence_metadata(old)["superseded_since"] == since.start.isoformat()
+    found = memory.recall("Where did I live on 1 June 2024?", k=3, at=datetime(2024, 7, 1))
+    [old] = [e for e in found if e.unit.id == lisbon]
+    assert not any("held through" in s for s in old.satisfied)  # moved by then
+    found = memory.recall("Where did I live in April 2024?", k=3, at=datetime(2024, 7, 1))
+    assert any("held through" in s for s in found[0].satisfied)  # and held before it
+
+
+def test_a_job_starting_next_month_leaves_the_current_one_valid_until_then(
+    memory: RaMem,
+) -> None:
+    acme = memory.add_turn("user", "I work at Acme as an engineer.", at=JAN)
+    memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 3, 1, 9))
+    memory.add_turn("user", "I start my new job at Google next month.", at=JUNE)
+    found = memory.recall("Where did I work in mid-June 2024?", k=2, at=datetime(2024, 8, 1))
+    [old] = [e for e in found if e.unit.id == acme.id]
+    assert any("held through 'mid-June 2024'" in s for s in old.satisfied)
+    assert old.superseded is not None
+    assert old.superseded.since is not None
+    assert dict(validity(old))["superseded"].startswith("since July 2024 by ")
+
+
+@pytest.mark.parametrize(
+    "moved",
+    [
+        "I moved my dentist appointment to March 21.",  # a later date
+        "I moved my dentist appointment to February 19 and went.",  # a past one
+    ],
+)
+def test_an_appointment_moved_is_superseded_when_said_not_at_its_date(
+    memory: RaMem, moved: str
+) -> None:
+    """An appointment's event time is the appointment, not when it was moved."""
+    first = memory.add_turn("user", "My dentist appointment is on March 14.", at=JAN)
+    memory.add_turn("user", moved, at=datetime(2024, 2, 20, 9))
+    found = memory.recall("When is my dentist appointment?", k=2, at=datetime(2024, 3, 1))
+    [old] = [e for e in found if e.unit.id == first.id]
+    assert old.superseded is not None
+    assert old.superseded.since is None
+    assert dict(validity(old))["superseded"].startswith("on 20 February 2024 by ")
+    assert "superseded_since" not in evidence_metadata(old)
 
 
 def test_without_supersession_the_older_statement_ranks_first(memory: RaMem) -> None:

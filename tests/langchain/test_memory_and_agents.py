@@ -398,7 +398,9 @@ def test_the_readme_two_month_conversation_answers_now_and_then_truly(
         return block.split('<memory n="1"')[1].split("</memory>")[0]
 
     assert "Porto" in first(now)
-    assert "superseded: on 28 May 2024" in now  # Lisbon, still there, after Porto
+    # Lisbon, still there, after Porto: valid until the week "last week" named, not 28 May
+    assert "superseded: since week of 20 May 2024 by " in now
+    assert "(said 28 May 2024): valid until then" in now
     assert "Lisbon" in first(then)
     assert "held through 'mid-May'" in first(then)
     assert "June 4" in first(appointment)
