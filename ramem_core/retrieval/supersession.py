@@ -189,34 +189,34 @@ def held_through(
 ) -> dict[int, str]:
     """The rows among ``rows`` that state a lasting state ("I live in Lisbon") of the kind
     the question asks about ("Where did I live in April?") held during one of the frame's
-    windows though said before it: from when it was said until it was superseded (or until
-    the question's now; until the successor's state began when it says, "I moved to Porto
-    last week!"), with the reason in words."""
+    windows: from when it was said, or when it says the state began ("I moved to Porto last
+    week"), until it was superseded (when the successor's state began, if it says, else when
+    the successor was said) or until the question's now; with the reason in words."""
     asked = kind_bits_of(asks_about_state(frame.query))
     if not conditions.windows or conditions.exact is None or not asked:
         return {}  # only a question about a lasting state reads one over its interval
     now = frame.now or datetime.max
     out: dict[int, str] = {}
     for row in rows:
-        unit = snap.unit(row)
-        ctx = unit.context
-        if ctx.event_time is not None:
-            continue
+        ctx = snap.unit(row).context
         if ctx.session_span is None or not snap.columns["lasting"][row]:
             continue  # a statement of a lasting state (never a question or a reply)
         if not asked & int(snap.columns["state_kinds"][row]):
             continue  # a lasting state of another kind than the question asks about
+        began = _began(snap, row)  # "I moved to Porto last week": held from that week on
+        start = began.start if began is not None else ctx.session_span.start
         later = successor.get(row)
         end = now
         if later is not None:  # until the successor's state began, or else was said
-            began = _began(snap, later)
-            end = began.start if began is not None else _said(snap.units[later])[0]
-        if end < ctx.session_span.start:
+            ended = _began(snap, later)
+            end = ended.start if ended is not None else _said(snap.units[later])[0]
+        if end < start:
             continue
-        held = TimeSpan(ctx.session_span.start, end, ctx.session_span.granularity)
+        held = TimeSpan(start, end, ctx.session_span.granularity)
+        since = f"began {describe(began)}" if began else f"stated {describe(ctx.session_span)}"
         for text, window in conditions.exact:
             if held.overlaps(window):
-                out[row] = f"stated {describe(ctx.session_span)}, held through {text!r}"
+                out[row] = f"{since}, held through {text!r}"
                 break
     return out
 

@@ -59,6 +59,20 @@ def test_a_move_last_week_ends_the_earlier_state_that_week(memory: RaMem) -> Non
     assert any("held through" in s for s in found[0].satisfied)  # and held before it
 
 
+def test_a_move_holds_from_the_week_it_says_through_a_later_month(memory: RaMem) -> None:
+    """ "I moved to Porto last week" (said 28 May) holds from that week on: a question about
+    June finds it valid, and Lisbon, which it superseded, not."""
+    lisbon = memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+    porto = memory.add_turn(
+        "user", "I moved to Porto last week, I live by the sea now.", at=datetime(2024, 5, 28, 9)
+    )
+    memory.add_turn("user", "I baked a cake today.", at=datetime(2024, 7, 10, 9))
+    found = memory.recall("Where did I live in June 2024?", k=2, at=datetime(2024, 8, 1))
+    assert found[0].unit.id == porto.id
+    assert found[0].satisfied == ("began week of 20 May 2024, held through 'June 2024'",)
+    assert next(e for e in found if e.unit.id == lisbon.id).satisfied == ()
+
+
 def test_a_job_starting_next_month_leaves_the_current_one_valid_until_then(
     memory: RaMem,
 ) -> None:
