@@ -40,7 +40,7 @@ from ramem_core.retrieval.fusion import (
 )
 from ramem_core.retrieval.lookup import ANCHOR_CANDIDATES, SnapshotLookup
 from ramem_core.retrieval.ranking import Probe, Ranking, asks_when, content_ranking, rank, ranks
-from ramem_core.types import DEFAULT_K, Evidence, Recall, RecallFrame
+from ramem_core.types import DEFAULT_K, Evidence, Recall, RecallFrame, TimeSpan
 
 __all__ = [
     "ANCHOR_CANDIDATES",
@@ -115,12 +115,17 @@ class Retriever:
 
     def context(self, probe: Probe, at: datetime | None = None) -> FrameContext:
         """What a frame inducer may know of ``probe``'s snapshot: ``at`` (the query's checked
-        time) else the end of its last session as now, its range, people, and a
-        :class:`SnapshotLookup` over it for this question."""
+        time) else the end of its last session as now, its range (up to ``at`` when that is
+        later: on a live agent what was said still holds at the moment of asking, so "Where
+        did I live in June?" asked in August grounds though nothing was said since May),
+        people, and a :class:`SnapshotLookup` over it for this question."""
         snap = probe.snap
+        known = snap.time_range
+        if known is not None and at is not None and at > known.end:
+            known = TimeSpan(known.start, at, known.granularity)
         return FrameContext(
             now=at if at is not None else snap.last_session_end,
-            memory_range=snap.time_range,
+            memory_range=known,
             # a person who speaks in every session cannot tell one episode from another
             participants=tuple(n for n in snap.names if n not in snap.ubiquitous),
             speakers=tuple(snap.index.speakers),

@@ -73,6 +73,24 @@ def test_a_move_holds_from_the_week_it_says_through_a_later_month(memory: RaMem)
     assert next(e for e in found if e.unit.id == lisbon.id).satisfied == ()
 
 
+def test_a_month_between_the_last_memory_and_the_moment_of_asking_is_grounded(
+    memory: RaMem,
+) -> None:
+    """On a live agent the memory knows up to the moment of asking: nothing said since May,
+    asked in August about June, the move of May still holds then."""
+    memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+    porto = memory.add_turn(
+        "user", "I moved to Porto last week, I live by the sea now.", at=datetime(2024, 5, 28, 9)
+    )
+    found = memory.recall("Where did I live in June 2024?", k=2, at=datetime(2024, 8, 1))
+    assert [t.grounded for t in found.frame.times] == [True]
+    assert found[0].unit.id == porto.id
+    assert found[0].satisfied == ("began week of 20 May 2024, held through 'June 2024'",)
+    # without a moment of asking, "now" is the end of the last session: June is after it
+    offline = memory.recall("Where did I live in June 2024?", k=2)
+    assert [t.grounded for t in offline.frame.times] == [False]
+
+
 def test_a_job_starting_next_month_leaves_the_current_one_valid_until_then(
     memory: RaMem,
 ) -> None:
