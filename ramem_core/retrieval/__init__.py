@@ -191,6 +191,7 @@ class Retriever:
                 # chains by similarity alone put a later statement that is not the evidence
                 # first too often (LongMemEval choose part, results/bench_updates.json)
                 latest = supersession.successors(snap, pool, None, cfg.state_kind_similarity)
+                latest = supersession.in_effect(snap, latest, frame.now)
             # and the statements restating the value asked for, latest day first
             if cfg.restate_share is not None and supersession.asks_latest_value(frame):
                 restated = supersession.restated(snap, frame, pool, cfg.restate_share)

@@ -85,6 +85,19 @@ def successors(
     return out
 
 
+def in_effect(snap: Snapshot, successor: Mapping[int, int], now: datetime | None) -> dict[int, int]:
+    """The pairs of ``successor`` whose successor's state has begun by ``now``: "I start at
+    Google next month" does not yet supersede "I work at Acme" before that month (the label
+    still says when it will)."""
+    if now is None:
+        return dict(successor)
+    return {
+        row: later
+        for row, later in successor.items()
+        if (began := _began(snap, later)) is None or began.start <= now
+    }
+
+
 def asks_latest_value(frame: RecallFrame) -> bool:
     """True when the latest restatement answers ``frame``: it asks about now ("How many coins
     do I have?"), or for a value at no time in particular (no grounded time: "How many

@@ -105,6 +105,16 @@ def test_a_job_starting_next_month_leaves_the_current_one_valid_until_then(
     assert dict(validity(old))["superseded"].startswith("since July 2024 by ")
 
 
+def test_a_job_starting_next_month_is_not_yet_the_current_one(memory: RaMem) -> None:
+    acme = memory.add_turn("user", "I work at Acme as an engineer.", at=JAN)
+    google = memory.add_turn("user", "I start my new job at Google next month.", at=JUNE)
+    before = memory.recall("Where do I work now?", k=2, at=datetime(2024, 6, 10))
+    assert before[0].unit.id == acme.id  # Google begins in July
+    assert dict(validity(before[0]))["superseded"].startswith("since July 2024 by ")
+    after = memory.recall("Where do I work now?", k=2, at=datetime(2024, 8, 1))
+    assert [e.unit.id for e in after] == [google.id, acme.id]
+
+
 @pytest.mark.parametrize(
     "moved",
     [
