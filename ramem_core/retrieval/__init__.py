@@ -182,16 +182,17 @@ class Retriever:
         if cfg.supersession and cfg.context_ranking:
             # which candidates a later statement supersedes (read now, never stored)
             candidates = [*ranking.top(cfg.state_candidates, among=~snap.derived), *order]
-            successor = supersession.successors(
+            chain = supersession.chains(
                 snap, candidates, cfg.state_similarity, cfg.state_kind_similarity
             )
-            held = supersession.held_through(snap, frame, conditions, pool, successor)
+            successor = supersession.successors_for(snap, chain, frame.query)
+            held = supersession.held_through(snap, frame, conditions, pool, chain)
             if frame.asks_now and not frame.asks_earlier:
                 # chains of a named kind of state (where one lives, works, an appointment);
                 # chains by similarity alone put a later statement that is not the evidence
                 # first too often (LongMemEval choose part, results/bench_updates.json)
-                latest = supersession.successors(snap, pool, None, cfg.state_kind_similarity)
-                latest = supersession.in_effect(snap, latest, frame.now)
+                named = supersession.chains(snap, pool, None, cfg.state_kind_similarity)
+                latest = supersession.successors_for(snap, named, frame.query, frame.now)
             # and the statements restating the value asked for, latest day first
             if cfg.restate_share is not None and supersession.asks_latest_value(frame):
                 restated = supersession.restated(snap, frame, pool, cfg.restate_share)

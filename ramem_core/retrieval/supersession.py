@@ -39,14 +39,14 @@ def _began(snap: Snapshot, row: int) -> TimeSpan | None:
     return began if began is not None and snap.columns["lasting"][row] else None
 
 
-def successors(
+def chains(
     snap: Snapshot,
     rows: Iterable[int],
     threshold: float | None,
     kind_threshold: float | None = None,
-) -> dict[int, int]:
-    """For each statement among ``rows`` that a later one supersedes, the row of the latest
-    that does: said later by the same person, both stating something that can change, and
+) -> dict[int, list[int]]:
+    """For each statement among ``rows`` that later ones supersede, their rows in the order
+    they were said: said later by the same person, both stating something that can change, and
     about the same subject: the cosine of their vectors at least ``threshold`` (``None``:
     never on similarity alone), or at least ``kind_threshold`` when both speak of one kind
     of state ("I live in Lisbon", "I moved to Porto": :func:`~ramem_core.states.state_kinds`),
@@ -78,24 +78,37 @@ def successors(
     )
     same = speaker[:, None] == speaker[None, :]
     later = similar & same & (said[None, :] > said[:, None])
-    out: dict[int, int] = {}
+    out: dict[int, list[int]] = {}
     for i in np.flatnonzero(later.any(axis=1)).tolist():
         js = np.flatnonzero(later[i])
-        out[int(at[i])] = int(at[js[np.argmax(said[js])]])
+        out[int(at[i])] = [int(at[j]) for j in js[np.argsort(said[js], kind="stable")]]
     return out
 
 
-def in_effect(snap: Snapshot, successor: Mapping[int, int], now: datetime | None) -> dict[int, int]:
-    """The pairs of ``successor`` whose successor's state has begun by ``now``: "I start at
-    Google next month" does not yet supersede "I work at Acme" before that month (the label
-    still says when it will)."""
-    if now is None:
-        return dict(successor)
-    return {
-        row: later
-        for row, later in successor.items()
-        if (began := _began(snap, later)) is None or began.start <= now
-    }
+def _of_kind(snap: Snapshot, rows: Sequence[int], asked: int) -> list[int]:
+    """The rows among ``rows`` that speak of a kind of state in ``asked`` (bits), or all of
+    them when ``asked`` is none or none does ("I live in Lisbon and work at Acme" is
+    superseded as a home by "I moved to Porto", as a job by "I start at Google")."""
+    kinds = snap.columns["state_kinds"]
+    fitting = [row for row in rows if asked & int(kinds[row])] if asked else []
+    return fitting or list(rows)
+
+
+def successors_for(
+    snap: Snapshot, chain: Mapping[int, list[int]], query: str, now: datetime | None = None
+) -> dict[int, int]:
+    """For each superseded statement of ``chain`` (:func:`chains`), the latest successor of
+    the kind of state ``query`` asks about (any kind when it asks about none); with ``now``,
+    only successors whose state has begun by then ("I start at Google next month" does not
+    yet supersede "I work at Acme" before that month)."""
+    asked = kind_bits_of(asks_about_state(query))
+    out = {}
+    for row, later in chain.items():
+        if now is not None:
+            later = [r for r in later if (began := _began(snap, r)) is None or began.start <= now]
+        if later:
+            out[row] = _of_kind(snap, later, asked)[-1]
+    return out
 
 
 def asks_latest_value(frame: RecallFrame) -> bool:
@@ -198,13 +211,14 @@ def held_through(
     frame: RecallFrame,
     conditions: Conditions,
     rows: Sequence[int],
-    successor: Mapping[int, int],
+    chain: Mapping[int, list[int]],
 ) -> dict[int, str]:
     """The rows among ``rows`` that state a lasting state ("I live in Lisbon") of the kind
     the question asks about ("Where did I live in April?") held during one of the frame's
     windows: from when it was said, or when it says the state began ("I moved to Porto last
-    week"), until it was superseded (when the successor's state began, if it says, else when
-    the successor was said) or until the question's now; with the reason in words."""
+    week"), until it was first superseded as that kind of state (``chain``: when the
+    successor's state began, if it says, else when the successor was said) or until the
+    question's now; with the reason in words."""
     asked = kind_bits_of(asks_about_state(frame.query))
     if not conditions.windows or conditions.exact is None or not asked:
         return {}  # only a question about a lasting state reads one over its interval
@@ -218,9 +232,9 @@ def held_through(
             continue  # a lasting state of another kind than the question asks about
         began = _began(snap, row)  # "I moved to Porto last week": held from that week on
         start = began.start if began is not None else ctx.session_span.start
-        later = successor.get(row)
         end = now
-        if later is not None:  # until the successor's state began, or else was said
+        if row in chain:  # until the first successor's state began, or else was said
+            later = _of_kind(snap, chain[row], asked)[0]
             ended = _began(snap, later)
             end = ended.start if ended is not None else _said(snap.units[later])[0]
         if end < start:

@@ -91,6 +91,37 @@ def test_a_month_between_the_last_memory_and_the_moment_of_asking_is_grounded(
     assert [t.grounded for t in offline.frame.times] == [False]
 
 
+def test_a_state_ends_at_its_first_successor_not_its_latest(memory: RaMem) -> None:
+    """Lisbon, then Porto (May), then Berlin (July): in June the user lived in Porto."""
+    lisbon = memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+    porto = memory.add_turn("user", "I moved to Porto, I live by the sea.", at=datetime(2024, 5, 2))
+    memory.add_turn("user", "I moved to Berlin, I live downtown.", at=datetime(2024, 7, 2, 9))
+    found = memory.recall("Where did I live in June 2024?", k=3, at=datetime(2024, 8, 1))
+    held = {e.unit.id for e in found if any("held through" in s for s in e.satisfied)}
+    assert held == {porto.id}
+    assert lisbon.id not in held
+
+
+def test_a_statement_of_two_states_is_superseded_per_kind(memory: RaMem) -> None:
+    """ "I live in Lisbon and I work at Acme": the move ends the home, the new job the work."""
+    both = memory.add_turn("user", "I live in Lisbon and I work at Acme as an engineer.", at=JAN)
+    porto = memory.add_turn(
+        "user", "I moved to Porto last week, I live by the sea now.", at=datetime(2024, 5, 28, 9)
+    )
+    google = memory.add_turn("user", "I started my new job at Google today.", at=JUNE)
+    at = datetime(2024, 8, 1)
+    home = memory.recall("Where did I live in June 2024?", k=3, at=at)
+    [old] = [e for e in home if e.unit.id == both.id]
+    assert not any("held through" in s for s in old.satisfied)  # moved in May
+    assert old.superseded is not None
+    assert old.superseded.by == porto.id  # the label of the home asked about
+    work = memory.recall("Where did I work on 1 June 2024?", k=3, at=at)
+    [old] = [e for e in work if e.unit.id == both.id]
+    assert any("held through" in s for s in old.satisfied)  # moved in May, new job 2 June
+    assert old.superseded is not None
+    assert old.superseded.by == google.id
+
+
 def test_a_job_starting_next_month_leaves_the_current_one_valid_until_then(
     memory: RaMem,
 ) -> None:
