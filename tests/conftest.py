@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from itertools import count
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,10 +22,18 @@ from ramem_core import (
     TimeSpan,
     Turn,
 )
+from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo
 from ramem_core.retrieval import CONTENT_ONLY
 from ramem_core.testing import HashEmbedder, WordCounter
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def evaluate_mini(out: Path, options: EvalOptions) -> dict[str, Any]:
+    """The LoCoMo harness on the mini fixture, offline (hash embedder, word counter)."""
+    return evaluate_locomo(
+        FIXTURES / "locomo_mini.json", out, options, embedder=HashEmbedder(), counter=WordCounter()
+    )
 
 
 @pytest.fixture

@@ -258,13 +258,7 @@ def test_open_close_cycles_through_a_server_share_one_client(chroma_server: int)
     with StallingProxy(chroma_server) as proxy:
         stores = []
         for _ in range(10):
-            memory = RaMem.open(
-                host="127.0.0.1",
-                port=proxy.port,
-                embedder=HashEmbedder(),
-                counter=WordCounter(),
-                namespace="hygiene",
-            )
+            memory = _client(proxy.port, "hygiene")
             memory.count()
             stores.append(memory.store)
             memory.close()

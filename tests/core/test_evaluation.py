@@ -11,7 +11,7 @@ from ramem_core.evaluation import metrics as m
 from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo, evaluate_longmemeval
 from ramem_core.evaluation.report import write_report
 from ramem_core.testing import HashEmbedder, WordCounter
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, evaluate_mini
 
 
 @pytest.mark.parametrize(
@@ -76,13 +76,7 @@ def test_confusion_measures() -> None:
 
 def test_locomo_harness_writes_rescorable_rows_and_a_report(tmp_path: Path) -> None:
     options = EvalOptions(ks=(1, 2), ablations=("shuffle-context", "no-context-synthesis"))
-    summary = evaluate_locomo(
-        FIXTURES / "locomo_mini.json",
-        tmp_path,
-        options,
-        embedder=HashEmbedder(),
-        counter=WordCounter(),
-    )
+    summary = evaluate_mini(tmp_path, options)
     rows = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text().splitlines()]
     assert {r["system"] for r in rows} == set(options.runs)
     row = next(r for r in rows if r["system"] == "ramem")
@@ -101,13 +95,7 @@ def test_locomo_harness_writes_rescorable_rows_and_a_report(tmp_path: Path) -> N
     assert "D@1" in text
     assert (tmp_path / "recall_by_category.png").stat().st_size > 1000
     # rerunning reuses the cached store and embeddings
-    again = evaluate_locomo(
-        FIXTURES / "locomo_mini.json",
-        tmp_path,
-        options,
-        embedder=HashEmbedder(),
-        counter=WordCounter(),
-    )
+    again = evaluate_mini(tmp_path, options)
     assert again["runs"]["ramem"]["recall"] == summary["runs"]["ramem"]["recall"]
 
 

@@ -344,21 +344,14 @@ def stage_reply(prompt: str) -> str:
 
 
 def test_evaluation_reports_llm_calls_and_tokens(tmp_path: Path) -> None:
-    from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo
-    from ramem_core.testing import HashEmbedder
-    from tests.conftest import FIXTURES
+    from ramem_core.evaluation.harness import EvalOptions
+    from tests.conftest import evaluate_mini
 
     fake = FakeLLM(stage_reply)
     options = EvalOptions(
         systems=("ramem", "content"), ks=(5,), llm=fake, llm_stages=True, model_name="fake"
     )
-    summary = evaluate_locomo(
-        FIXTURES / "locomo_mini.json",
-        tmp_path,
-        options,
-        embedder=HashEmbedder(),
-        counter=WordCounter(),
-    )
+    summary = evaluate_mini(tmp_path, options)
     usage = summary["llm_usage"]
     assert usage["ingested_turns"] == 4
     assert usage["anchoring_per_turn"]["calls"] == 2  # one window per session
@@ -369,13 +362,7 @@ def test_evaluation_reports_llm_calls_and_tokens(tmp_path: Path) -> None:
     assert summary["runs"]["ramem"]["qa"]["temporal"]["f1"] == 1.0
     # a rerun answers every LLM call from the on-disk cache
     calls_before = len(fake.prompts)
-    again = evaluate_locomo(
-        FIXTURES / "locomo_mini.json",
-        tmp_path,
-        options,
-        embedder=HashEmbedder(),
-        counter=WordCounter(),
-    )
+    again = evaluate_mini(tmp_path, options)
     assert len(fake.prompts) == calls_before
     assert again["llm_usage"]["anchoring_per_turn"]["cached"] == 2
 

@@ -153,9 +153,8 @@ def test_the_frame_reads_its_parts() -> None:
 
 
 def test_the_evaluation_can_decompose_with_its_model(tmp_path: Path) -> None:
-    from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo
-    from ramem_core.testing import HashEmbedder
-    from tests.conftest import FIXTURES
+    from ramem_core.evaluation.harness import EvalOptions
+    from tests.conftest import evaluate_mini
     from tests.core.test_llm_stages import stage_reply
 
     def reply(prompt: str) -> str:
@@ -167,13 +166,7 @@ def test_the_evaluation_can_decompose_with_its_model(tmp_path: Path) -> None:
     options = EvalOptions(
         systems=("ramem",), ks=(5,), llm=fake, llm_stages=True, decompose=True, model_name="f"
     )
-    summary = evaluate_locomo(
-        FIXTURES / "locomo_mini.json",
-        tmp_path,
-        options,
-        embedder=HashEmbedder(),
-        counter=WordCounter(),
-    )
+    summary = evaluate_mini(tmp_path, options)
     assert summary["llm_usage"]["frames_per_query"]["calls"] == 2  # the frame and its parts
     assert any("Split it into the separate questions" in p for p in fake.prompts)
 
