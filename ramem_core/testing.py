@@ -333,7 +333,7 @@ def rewrite_snapshot_file(
     import io
     import json
 
-    from ramem_core.index.files import _digest, pack, unpack
+    from ramem_core.index.files import _bytes, _digest, pack, unpack
 
     with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as data:
         header = json.loads(bytes(data["header"]))
@@ -344,16 +344,11 @@ def rewrite_snapshot_file(
     if header_change is not None:
         header_change(header)
     table, blob = pack([arrays[f"a{i}"] for i in range(len(arrays))])
-    text = json.dumps({"arrays": table, "root": whole["root"]}).encode()
+    tree = _bytes({"arrays": table, "root": whole["root"]})
     if digest:
-        header["digest"] = _digest(text, blob)
+        header["digest"] = _digest(tree.tobytes(), blob)
     with (target or path).open("wb") as file:
-        np.savez(
-            file,
-            header=np.frombuffer(json.dumps(header).encode(), np.uint8),
-            tree=np.frombuffer(text, np.uint8),
-            data=blob,
-        )
+        np.savez(file, header=_bytes(header), tree=tree, data=blob)
 
 
 def free_port() -> int:
