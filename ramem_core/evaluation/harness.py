@@ -12,8 +12,9 @@ contents kept; stored in a second namespace), ``no-session`` (session spans unus
 alone), ``no-neighbours``, ``no-session-doc``, ``no-window``, ``no-own`` and ``no-speaker`` (one
 episodic key part off each), ``with-date`` (the session's month and year words back in the
 keys, which the joint refit of issue 33 took out), ``no-when`` (no bonus for memories that say
-when, on questions asking when) and ``no-context-synthesis`` (the generator gets plain text;
-differs from ``ramem`` only in tokens and answers).
+when, on questions asking when), ``no-second-round`` (no second round for questions about
+several things of one kind, :mod:`ramem_core.retrieval.members`) and ``no-context-synthesis``
+(the generator gets plain text; differs from ``ramem`` only in tokens and answers).
 
 Every "RaMem minus content-only" figure comes with a paired bootstrap 95% interval over
 questions, overall and per category / question type; LoCoMo figures are also given for the
@@ -79,6 +80,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-fusion": RetrievalConfig(fusion=None),
     "no-supersession": RetrievalConfig(supersession=False),
     "no-restate": RetrievalConfig(restate_share=None),
+    "no-second-round": RetrievalConfig(members=None),
     "no-context-synthesis": RetrievalConfig(),
 }
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

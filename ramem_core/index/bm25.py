@@ -329,6 +329,12 @@ class LexicalIndex:
         df = self._df.get(term) if self._live else 0
         return _idf(self._live, df) if df else 0.0
 
+    def vocabulary(self) -> Mapping[str, int]:
+        """Every term posted along this index's line of indexes, with its id (ids are
+        consecutive from 0 in insertion order and only ever added; the mapping is shared along
+        the line: read it, never change it). A term may have no live document here."""
+        return self._df.vocabulary
+
     def scores(self, terms: Sequence[str]) -> Scores:
         """BM25 score of every document id for the query ``terms`` (0 for removed ones)."""
         out = np.zeros(self._n, dtype=np.float32)
@@ -472,6 +478,10 @@ class _DocFreq:
 
     def copy(self) -> _DocFreq:
         return _DocFreq(self._ids, self._counts.copy())
+
+    @property
+    def vocabulary(self) -> Mapping[str, int]:
+        return self._ids
 
     def counts(self) -> tuple[list[str], npt.NDArray[np.int64]]:
         """Every term with documents, and how many (two columns)."""

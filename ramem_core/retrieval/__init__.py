@@ -23,11 +23,12 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.embedding import RecentQueries
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.bm25 import Scores
 from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.protocols import Embedder, FrameContext, FrameInducer
-from ramem_core.retrieval import policies, supersession
+from ramem_core.retrieval import members, policies, supersession
 from ramem_core.retrieval.conditions import Conditions, mostly_within, on_anchor_side
 from ramem_core.retrieval.config import CONTENT_ONLY, RetrievalConfig
 from ramem_core.retrieval.fusion import (
@@ -83,6 +84,9 @@ class Retriever:
     def __init__(self, embedder: Embedder, config: RetrievalConfig | None = None) -> None:
         self.embedder = embedder
         self.config = config or RetrievalConfig()
+        # the second round's term vectors (the wrapped embedder: terms are not questions)
+        inner = embedder.inner if isinstance(embedder, RecentQueries) else embedder
+        self.terms = members.TermVectors(inner)
 
     # ------------------------------------------------------------------ one question
 
@@ -218,7 +222,35 @@ class Retriever:
             chosen = policies.anchor_side_free(
                 chosen, cfg.validity_pool, cfg.anchor_side_slots, snap, frame
             )
+        if cfg.members is not None:
+            # last: the state passes' first places stay; a longer list starts as a shorter one
+            chosen = self._with_members(snap, frame, ranking, chosen, conditions, cfg.members)
         return self._evidence(chosen[:k], snap, ranking, probe.cosines, conditions, successor, held)
+
+    def _with_members(
+        self,
+        snap: Snapshot,
+        frame: RecallFrame,
+        ranking: Ranking,
+        chosen: policies.Chosen,
+        conditions: Conditions,
+        round_: members.SecondRound,
+    ) -> policies.Chosen:
+        """``chosen`` with the second round's finds (:mod:`.members`) after its first
+        ``round_.start`` places, restricted by the frame's conditions as the first round was
+        (when it has some and :attr:`RetrievalConfig.context_ranking` is on)."""
+        restricted = bool(conditions) and self.config.context_ranking
+        found = members.members(
+            snap,
+            frame.query,
+            ranking,
+            [row for row, _ in chosen[: round_.start + round_.slots]],
+            conditions.mask(snap) if restricted else None,
+            frame.speakers,
+            self.terms,
+            round_,
+        )
+        return members.with_members(chosen, found, round_.start, restricted)
 
     def fusion_candidates(
         self, snap: Snapshot, frame: RecallFrame, fusion: Fusion

@@ -8,6 +8,7 @@ from datetime import timedelta
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.retrieval.fusion import LEARNED_FUSION, Fusion
+from ramem_core.retrieval.members import SecondRound
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,10 @@ class RetrievalConfig:
             statement that might be evidence (with ``derived_yield_all``, every reply too,
             restating or not). Measured on the agent path, LoCoMo dev conv-26/30/41
             (``benchmarks/results/bench_agent_path.json``).
+        members: the second round (:mod:`ramem_core.retrieval.members`): for a question
+            about several things of one kind ("What martial arts has John done?"), the
+            statements holding the words nearest that kind ("taekwondo", "kickboxing") that
+            the list lacks take places after its first ones; ``None`` turns it off.
     """
 
     keys: EpisodicKeys = field(default_factory=EpisodicKeys)
@@ -118,6 +123,7 @@ class RetrievalConfig:
     state_kind_similarity: float = 0.2
     state_candidates: int = 50
     restate_share: float | None = 0.6
+    members: SecondRound | None = field(default_factory=SecondRound)
 
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
@@ -137,6 +143,6 @@ class RetrievalConfig:
             raise InvalidInputError(msg)
 
 
-CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False, fusion=None)
+CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False, fusion=None, members=None)
 """Content-only retrieval (dense + BM25 on each memory's own content, no episodic context):
 the baseline RaMem improves on."""
