@@ -40,7 +40,7 @@ DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 RESULT = ROOT / "benchmarks" / "results" / "tune_second_round.json"
 CATEGORIES = ("overall", "multi-hop", "single-hop", "temporal", "open-domain")
 GRID = {
-    f"similarity {s}, start {start}, slots {slots}": SecondRound(s, 50, start, slots)
+    f"similarity {s}, start {start}, slots {slots}": SecondRound(s, 50, start, slots, None)
     for s in (0.4, 0.5, 0.6)
     for start in (7, 8)
     for slots in (1, 2, 3)
@@ -75,7 +75,7 @@ def main() -> None:
     embedder = CachedEmbedder(
         MiniLMEmbedder(), ROOT / "results" / "agent_path" / "embeddings.sqlite"
     )
-    settings = {"off": replace(RetrievalConfig(), members=None)}
+    settings = {"off": replace(RetrievalConfig(), members=None)}  # settled: see harness.view_config
     settings |= {name: replace(RetrievalConfig(), members=r) for name, r in GRID.items()}
     runs: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -83,6 +83,19 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-second-round": RetrievalConfig(members=None),
     "no-context-synthesis": RetrievalConfig(),
 }
+
+
+def view_config(run: str) -> RetrievalConfig:
+    """The retrieval config of ``run`` (a system or an ablation) as an evaluation reads it: a
+    question waits for every term vector of the second round
+    (:class:`~ramem_core.retrieval.members.TermVectors`), as a live store's questions read
+    them once its background embedding is done, so rankings never depend on timing."""
+    config = SYSTEMS.get(run) or ABLATIONS[run]
+    if config.members is None:
+        return config
+    return replace(config, members=replace(config.members, inline_terms=None))
+
+
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")
 """LoCoMo dev conversations kept for reporting: parameters are chosen on the others."""
 Progress = Callable[[int, int], None]
@@ -165,7 +178,7 @@ class _Bench:
 
     def view(self, run: str) -> RaMem:
         if run not in self.views:
-            config = SYSTEMS.get(run) or ABLATIONS[run]
+            config = view_config(run)
             inducer = None if run in ("content", "dense", "bm25") else self.inducer
             self.views[run] = RaMem(
                 self.store, config=config, counter=self.counter, inducer=inducer

@@ -86,7 +86,8 @@ class Retriever:
         self.config = config or RetrievalConfig()
         # the second round's term vectors (the wrapped embedder: terms are not questions)
         inner = embedder.inner if isinstance(embedder, RecentQueries) else embedder
-        self.terms = members.TermVectors(inner)
+        round_ = self.config.members
+        self.terms = members.TermVectors(inner, round_.inline_terms if round_ else None)
 
     # ------------------------------------------------------------------ one question
 
@@ -107,8 +108,12 @@ class Retriever:
 
     def probe(self, snap: Snapshot, text: str) -> Probe:
         """A question against ``snap`` whose vector and cosines are computed when first
-        needed, once."""
-        return Probe(snap, text, self.embedder)
+        needed, once (for a question the second round runs for, embedded now with the kind
+        it asks for, in one pass)."""
+        kind = members.asked_kind(text) if self.config.members is not None else None
+        if kind is None:
+            return Probe(snap, text, self.embedder)
+        return Probe(snap, text, self.embedder, self.embedder.embed([text, kind])[0])
 
     def frame(
         self, probe: Probe, inducer: FrameInducer, *, at: datetime | None = None
@@ -249,6 +254,7 @@ class Retriever:
             frame.speakers,
             self.terms,
             round_,
+            self.embedder,  # the kind's vector is held: embedded with the question
         )
         return members.with_members(chosen, found, round_.start, restricted)
 

@@ -67,16 +67,22 @@ class SecondRound:
         nearest: at most this many terms nearest the kind are asked for.
         start: the list's first ``start`` places are kept; finds take the next ones.
         slots: at most this many finds join the list.
+        inline_terms: at most this many terms not embedded yet are embedded while a question
+            waits (:class:`TermVectors`); ``None``: all (an evaluation's setting).
     """
 
     similarity: float = 0.5
     nearest: int = 50
     start: int = 8
     slots: int = 2
+    inline_terms: int | None = 1000
 
     def __post_init__(self) -> None:
         if not -1.0 <= self.similarity <= 1.0 or self.nearest < 1 or self.start < 0:
             msg = f"second round: similarity in [-1, 1], nearest >= 1, start >= 0: {self}"
+            raise InvalidInputError(msg)
+        if self.inline_terms is not None and self.inline_terms < 0:
+            msg = f"second round: inline_terms must not be negative, got {self.inline_terms}"
             raise InvalidInputError(msg)
         if self.slots < 1:
             msg = f"second round: slots must be at least 1, got {self.slots}"
@@ -84,43 +90,79 @@ class SecondRound:
 
 
 class TermVectors:
-    """The vectors of a lexical index's terms, each embedded once, when first needed.
+    """The vectors of a lexical index's terms, each embedded once.
 
     Term ids only grow along a line of indexes (:meth:`LexicalIndex.vocabulary` is shared by
     every index a line evolves into), so the vectors of a line are one matrix, rows by term
     id, extended by the terms added since it was last read; the ``lines`` most recently read
     are kept. A new line (an index loaded from its file again) takes the vectors of the terms
-    a kept line knows and embeds only the others. The first question of a process pays for
-    the vocabulary (about 1,000 terms a second with MiniLM on two cores; wrap the embedder in
-    :class:`~ramem_core.embedding.CachedEmbedder` to keep them across processes); later ones
-    only for new terms. Thread-safe.
+    a kept line knows and embeds only the others.
+
+    Embedding costs about a millisecond a term (MiniLM, two cores): a question waits for at
+    most ``inline`` terms not embedded yet (a conversation's new words); a larger vocabulary
+    (the first question of a process on a large store: 55,000 terms for 59,000 turns of
+    LongMemEval, ``benchmarks/results/bench_second_round.json``) is embedded by a background
+    thread, and questions meanwhile read the terms embedded so far. Wrap the embedder in
+    :class:`~ramem_core.embedding.CachedEmbedder` to keep the vectors across processes.
+    Thread-safe.
+
+    Args:
+        embedder: embeds the terms.
+        inline: at most this many terms are embedded while a question waits; ``None``: all
+            (an evaluation reads a settled store).
+        lines: lines of indexes kept.
     """
 
-    def __init__(self, embedder: Embedder, lines: int = 4) -> None:
+    CHUNK = 512
+    """Terms per background embedding call (each call appends its rows)."""
+
+    def __init__(self, embedder: Embedder, inline: int | None = 1000, lines: int = 4) -> None:
         self.embedder = embedder
+        self.inline = inline
         self.lines = lines
         # id(vocabulary) -> (the vocabulary, its terms' vectors by id)
         self._lines: OrderedDict[int, tuple[Mapping[str, int], npt.NDArray[np.float32]]]
         self._lines = OrderedDict()
+        self._filling: dict[int, threading.Thread] = {}
         self._lock = threading.Lock()
 
     def of(self, index: LexicalIndex) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """``index``'s terms in id order and a matrix whose row ``i`` is term ``i``'s unit
-        vector."""
+        """``index``'s terms in id order, as far as they are embedded, and a matrix whose row
+        ``i`` is term ``i``'s unit vector (the same length)."""
         vocabulary = index.vocabulary()
         terms = list(vocabulary)  # one C-level copy: a writer may add terms meanwhile
-        key = id(vocabulary)
+        matrix = self._matrix(vocabulary)
+        missing = len(terms) - len(matrix)
+        if missing > 0 and (self.inline is None or missing <= self.inline):
+            matrix = self._extend(vocabulary, terms)
+        elif missing > 0:
+            self._fill(vocabulary, terms)
+        n = min(len(terms), len(matrix))
+        return terms[:n], matrix[:n]
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the background embedding under way (tests, benchmarks)."""
         with self._lock:
-            known = self._lines.get(key)
+            threads = list(self._filling.values())
+        for thread in threads:
+            thread.join(timeout)
+
+    def _matrix(self, vocabulary: Mapping[str, int]) -> npt.NDArray[np.float32]:
+        with self._lock:
+            known = self._lines.get(id(vocabulary))
             if known is not None and known[0] is vocabulary:
-                self._lines.move_to_end(key)
-                if len(known[1]) >= len(terms):
-                    return terms, known[1][: len(terms)]
-                matrix = known[1]
-            else:
-                matrix = np.zeros((0, self.embedder.dimension), dtype=np.float32)
+                self._lines.move_to_end(id(vocabulary))
+                return known[1]
+        return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+
+    def _extend(
+        self, vocabulary: Mapping[str, int], terms: list[str], upto: int | None = None
+    ) -> npt.NDArray[np.float32]:
+        """The line's matrix with ``terms`` up to ``upto`` (all) embedded, kept."""
+        matrix = self._matrix(vocabulary)
+        fresh = terms[len(matrix) : upto]
+        with self._lock:
             kept = [(v, m) for v, m in self._lines.values() if v is not vocabulary]
-        fresh = terms[len(matrix) :]
         vectors = np.zeros((len(fresh), self.embedder.dimension), dtype=np.float32)
         todo = []
         for i, term in enumerate(fresh):
@@ -133,13 +175,37 @@ class TermVectors:
                 todo.append(i)
         if todo:
             vectors[todo] = normalize(self.embedder.embed([fresh[i] for i in todo]))
-        matrix = np.concatenate([matrix, vectors])
+        grown = np.concatenate([matrix, vectors])
+        key = id(vocabulary)
         with self._lock:
-            self._lines[key] = (vocabulary, matrix)
+            known = self._lines.get(key)
+            if known is not None and known[0] is vocabulary and len(known[1]) > len(grown):
+                grown = known[1]  # another thread got further meanwhile
+            self._lines[key] = (vocabulary, grown)
             self._lines.move_to_end(key)
             while len(self._lines) > self.lines:
                 self._lines.popitem(last=False)
-        return terms, matrix
+        return grown
+
+    def _fill(self, vocabulary: Mapping[str, int], terms: list[str]) -> None:
+        """Embed ``terms`` in a background thread, :attr:`CHUNK` at a time (one at most per
+        line)."""
+        key = id(vocabulary)
+
+        def run() -> None:
+            try:
+                while len(self._matrix(vocabulary)) < len(terms):
+                    self._extend(vocabulary, terms, len(self._matrix(vocabulary)) + self.CHUNK)
+            finally:
+                with self._lock:
+                    self._filling.pop(key, None)
+
+        with self._lock:
+            if key in self._filling:
+                return
+            thread = threading.Thread(target=run, name="ramem-term-vectors", daemon=True)
+            self._filling[key] = thread
+        thread.start()
 
 
 def _near(
@@ -176,20 +242,22 @@ def members(
     speakers: Sequence[str],
     vectors: TermVectors,
     round_: SecondRound,
+    embedder: Embedder | None = None,
 ) -> list[int]:
     """The statements the second round adds for ``query`` (empty unless it asks about several
     things of one kind): the best-placed statement in ``ranking`` holding each member term
     that no memory of ``listed`` (the list's first places) holds, one per term, at most
     ``slots``. ``allowed``: the rows the frame's conditions select (``None``: all);
     ``speakers``: the people the question names who speak (with exactly one, only their
-    statements)."""
+    statements); ``embedder``: embeds the kind (``vectors``' own by default; a retriever
+    passes the one that embedded it with the question)."""
     index = snap.index
     own = index.own
     kind = asked_kind(query)
     if kind is None or own is None or snap.vectors is None:
         return []
     terms, matrix = vectors.of(own)
-    kind_vector = normalize(vectors.embedder.embed([kind]))[0]
+    kind_vector = normalize((embedder or vectors.embedder).embed([kind]))[0]
     near = _near(terms, matrix, kind_vector, index.tokenize(query), round_)
     listed_terms: set[str] = set()
     for row in listed:

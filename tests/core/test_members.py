@@ -4,6 +4,7 @@ places; nothing else changes."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -263,3 +264,62 @@ def test_the_members_are_not_the_questions_own_words_in_another_form() -> None:
     near = _near(terms, embedder.embed(terms), kind, asked, SecondRound())
     assert embedder.embed(["martial"])[0] @ kind > SecondRound().similarity
     assert list(near) == ["karat"]  # "martial" is near, but the first round asked for it
+
+
+class GatedEmbedder(KindEmbedder):
+    """The kind embedder, whose calls wait until ``gate`` is set (a slow model)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        assert self.gate.wait(10), "the gate was never opened"
+        return super().embed(texts)
+
+
+def test_a_large_vocabulary_is_embedded_in_the_background() -> None:
+    embedder = GatedEmbedder()
+    vectors = TermVectors(embedder, inline=2)
+    index = LexicalIndex()
+    index.extend([{"karat": 1.0, "art": 1.0}, {"judo": 1.0, "taekwondo": 1.0}])
+    terms, matrix = vectors.of(index)  # returns without waiting for the model
+    assert terms == []
+    assert matrix.shape == (0, embedder.dimension)
+    embedder.gate.set()
+    vectors.join(10)
+    terms, matrix = vectors.of(index)
+    assert terms == ["karat", "art", "judo", "taekwondo"]
+    assert np.allclose(matrix, KindEmbedder().embed(terms))
+    # a few new terms (at most ``inline``) are embedded while the question waits
+    grown, _ = index.evolve([], [{"kickbox": 1.0, "judo": 1.0}])
+    embedder.calls.clear()
+    assert vectors.of(grown)[0] == [*terms, "kickbox"]
+    assert embedder.calls == [["kickbox"]]
+
+
+def test_the_second_round_does_not_wait_for_a_large_vocabulary(tmp_path: Path) -> None:
+    waiting = RetrievalConfig(members=SecondRound(inline_terms=0))
+    on = RaMem(_memory(tmp_path).store, config=waiting, counter=WordCounter())
+    off = RaMem(on.store, config=replace(RetrievalConfig(), members=None), counter=WordCounter())
+    query = "What martial arts has John done?"
+    assert _said(on, query) == _said(off, query)  # no term embedded yet: no finds
+    on.retriever.terms.join(10)
+    assert _with(_said(on, query)[8:], "taekwondo")
+
+
+def test_an_evaluation_reads_every_term_vector() -> None:
+    from ramem_core.evaluation.harness import SYSTEMS, view_config
+
+    assert view_config("ramem").members == replace(SecondRound(), inline_terms=None)
+    assert view_config("content") == SYSTEMS["content"]
+
+
+def test_the_kind_is_embedded_with_the_question_in_one_pass(tmp_path: Path) -> None:
+    on = _memory(tmp_path)
+    on.recall("What martial arts has John done?")  # the term vectors
+    embedder = on.retriever.terms.embedder
+    assert isinstance(embedder, KindEmbedder)
+    embedder.calls.clear()
+    on.recall("Which sports has Maria done?")
+    assert embedder.calls == [["Which sports has Maria done?", "sports"]]
