@@ -7,7 +7,8 @@
    of the same snapshot (anchors, ordinals, coverage); it never calls back.
 3. :meth:`Retriever.retrieve` — the content ranking (:mod:`.ranking`), the learned fusion
    (:mod:`.fusion`), the frame as conditions (:mod:`.conditions`), then the list passes
-   (:mod:`.policies`), and the evidence with what each memory satisfied.
+   (:mod:`.policies`; the state passes of :mod:`.supersession`; last, the second round of
+   :mod:`.members`), and the evidence with what each memory satisfied.
 
 The recall frame only ever adds: frame-consistent memories move ahead *inside a relevant
 pool*, the top ``validity_pool`` of the content ranking; relevant memories outside the frame

@@ -13,6 +13,9 @@ In the order :meth:`~ramem_core.retrieval.Retriever.retrieve` applies them:
    latest statement of each superseded chain first (``supersession``).
 5. :func:`anchor_side_free` — the first places go to memories off a before/after anchor's
    side (``anchor_side_slots``).
+6. :func:`~ramem_core.retrieval.members.with_members` — the second round: for a question
+   about several things of one kind, the statements naming members the list lacks take
+   the places after its first eight (``members``).
 """
 
 from __future__ import annotations
