@@ -22,8 +22,10 @@ than ``start`` is unchanged.
 
 from __future__ import annotations
 
+import atexit
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -113,7 +115,7 @@ class TermVectors:
         lines: lines of indexes kept.
     """
 
-    CHUNK = 512
+    CHUNK = 256
     """Terms per background embedding call (each call appends its rows)."""
 
     def __init__(self, embedder: Embedder, inline: int | None = 1000, lines: int = 4) -> None:
@@ -194,7 +196,7 @@ class TermVectors:
 
         def run() -> None:
             try:
-                while len(self._matrix(vocabulary)) < len(terms):
+                while len(self._matrix(vocabulary)) < len(terms) and not _STOPPING.is_set():
                     self._extend(vocabulary, terms, len(self._matrix(vocabulary)) + self.CHUNK)
             finally:
                 with self._lock:
@@ -205,7 +207,26 @@ class TermVectors:
                 return
             thread = threading.Thread(target=run, name="ramem-term-vectors", daemon=True)
             self._filling[key] = thread
+            _FILLERS.add(thread)
         thread.start()
+
+
+_STOPPING = threading.Event()
+_FILLERS: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_filling() -> None:
+    """At exit, background embedding stops after its current chunk (a model call cut off by
+    the interpreter's end aborts the process)."""
+    _STOPPING.set()
+    for thread in list(_FILLERS):
+        thread.join(_EXIT_WAIT_S)
+
+
+_EXIT_WAIT_S = 10.0
+"""How long exit waits for a background chunk to finish (one chunk takes about a quarter of a
+second; a design limit, not fitted)."""
 
 
 def _near(

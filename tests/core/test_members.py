@@ -323,3 +323,20 @@ def test_the_kind_is_embedded_with_the_question_in_one_pass(tmp_path: Path) -> N
     embedder.calls.clear()
     on.recall("Which sports has Maria done?")
     assert embedder.calls == [["Which sports has Maria done?", "sports"]]
+
+
+def test_background_embedding_stops_at_exit_after_its_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ramem_core.retrieval import members
+
+    monkeypatch.setattr(members, "_STOPPING", threading.Event())
+    embedder = GatedEmbedder()
+    vectors = TermVectors(embedder, inline=0)
+    vectors.CHUNK = 1
+    index = LexicalIndex()
+    index.extend([{"karat": 1.0, "art": 1.0}, {"judo": 1.0, "taekwondo": 1.0}])
+    assert vectors.of(index)[0] == []  # the background embedding starts, held by the gate
+    threading.Timer(0.2, embedder.gate.set).start()
+    members._stop_filling()  # what exit runs: the chunk under way ends, no other starts
+    assert len(vectors._matrix(index.vocabulary())) == 1
