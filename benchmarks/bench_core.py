@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from ramem_core import (  # noqa: E402
     ChromaStore,
     Conversation,
+    MemoryUnit,
     RaMem,
     RuleAnchorer,
     Session,
@@ -156,12 +158,19 @@ def bench_ingest(embedder: MiniLMEmbedder) -> dict[str, Any]:
 # ------------------------------------------------------------------ recall latency
 
 
-def build_scale_store(size: int, path: str, embedder: MiniLMEmbedder) -> RaMem:
-    """``size`` anchored memories with random unit vectors in a persistent store."""
+def scale_memories(size: int, dimension: int) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
+    """``size`` anchored memories of the synthetic conversation and random unit vectors for
+    them (seed 0): the recall path reads vectors, not what they mean."""
     units = RuleAnchorer().anchor(synthetic_conversation(size))[:size]
     rng = np.random.default_rng(0)
-    vectors = rng.standard_normal((len(units), embedder.dimension)).astype(np.float32)
+    vectors = rng.standard_normal((len(units), dimension)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return units, vectors
+
+
+def build_scale_store(size: int, path: str, embedder: MiniLMEmbedder) -> RaMem:
+    """``size`` anchored memories with random unit vectors in a persistent store."""
+    units, vectors = scale_memories(size, embedder.dimension)
     store = ChromaStore.persistent(path, embedder)
     store.upsert("bench", units, vectors)
     return RaMem(store, namespace="bench")

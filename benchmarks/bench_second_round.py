@@ -34,11 +34,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-import numpy as np  # noqa: E402
-from bench_core import NAMES, synthetic_conversation  # noqa: E402
+from bench_core import NAMES, scale_memories  # noqa: E402
 
 from ramem_core import RaMem, RetrievalConfig  # noqa: E402
-from ramem_core.anchoring import RuleAnchorer  # noqa: E402
 from ramem_core.embedding import MiniLMEmbedder  # noqa: E402
 from ramem_core.index.text import Tokenizer  # noqa: E402
 from ramem_core.retrieval import CONTENT_ONLY  # noqa: E402
@@ -87,10 +85,7 @@ def _fires(questions: list[str]) -> int:
 
 def when_it_fires(size: int, queries: int, embedder: MiniLMEmbedder) -> dict[str, Any]:
     """Recall times of questions about several things at ``size`` memories."""
-    units = RuleAnchorer().anchor(synthetic_conversation(size))[:size]
-    rng = np.random.default_rng(0)
-    vectors = rng.standard_normal((len(units), embedder.dimension)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    units, vectors = scale_memories(size, embedder.dimension)
     store = InMemoryStore(embedder)
     store.upsert("bench", units, vectors)
     configs = {
