@@ -123,8 +123,10 @@ def render(
 
 
 def validity(evidence: Evidence) -> list[tuple[str, str]]:
-    """Why ``evidence`` applies, one line each: the frame's conditions it meets ("valid") and,
-    for a state statement a later one superseded, by what and since when ("superseded")."""
+    """Why ``evidence`` applies, one line each: the frame's conditions it meets ("valid"),
+    for a state statement a later one superseded, by what and since when ("superseded"), and
+    for a memory the second round added, the member of the set asked about it names
+    ("member")."""
     out = []
     if evidence.satisfied:
         out.append(("valid", "; ".join(evidence.satisfied)))
@@ -137,6 +139,9 @@ def validity(evidence: Evidence) -> list[tuple[str, str]]:
             began = describe(later.since)
             line = f"since {began} by {later.content!r} (said {said}): valid until then"
         out.append(("superseded", line))
+    if evidence.member is not None:
+        member = evidence.member
+        out.append(("member", f"names {member.word!r}, one of the {member.kind} asked about"))
     return out
 
 
@@ -164,6 +169,9 @@ def evidence_metadata(evidence: Evidence) -> dict[str, Scalar]:
         "topic": ctx.topic,
         "content": quote(unit.content, one_line=True),  # data, as in the rendering
     }
+    if evidence.member is not None:
+        meta["member"] = evidence.member.word
+        meta["member_of"] = evidence.member.kind
     if evidence.dense_score is not None:
         meta["dense_score"] = evidence.dense_score
     if evidence.lexical_score is not None:

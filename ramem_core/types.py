@@ -333,6 +333,8 @@ class Evidence:
         superseded: the later statement by the same person about the same state that
             supersedes this one ("I moved to Porto" after "I live in Lisbon"), if any: the
             memory was valid until then (derived when read, never stored).
+        member: for a memory the second round added, the member of the set asked about it
+            names (:class:`Member`).
     """
 
     unit: MemoryUnit
@@ -343,6 +345,17 @@ class Evidence:
     contextual: bool = False
     satisfied: tuple[str, ...] = field(default_factory=tuple)
     superseded: Supersession | None = None
+    member: Member | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """Why the second round (:mod:`ramem_core.retrieval.members`) added a memory: it names
+    ``word`` (as said, "taekwondo"), one of the ``kind`` a question about several things asks
+    for ("martial arts")."""
+
+    word: str
+    kind: str
 
 
 @dataclass(frozen=True, slots=True)

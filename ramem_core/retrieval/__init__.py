@@ -42,7 +42,7 @@ from ramem_core.retrieval.fusion import (
 )
 from ramem_core.retrieval.lookup import ANCHOR_CANDIDATES, SnapshotLookup
 from ramem_core.retrieval.ranking import Probe, Ranking, asks_when, content_ranking, rank, ranks
-from ramem_core.types import DEFAULT_K, Evidence, Recall, RecallFrame, TimeSpan
+from ramem_core.types import DEFAULT_K, Evidence, Member, Recall, RecallFrame, TimeSpan
 
 __all__ = [
     "ANCHOR_CANDIDATES",
@@ -228,10 +228,15 @@ class Retriever:
             chosen = policies.anchor_side_free(
                 chosen, cfg.validity_pool, cfg.anchor_side_slots, snap, frame
             )
+        found: dict[int, Member] = {}
         if cfg.members is not None:
             # last: the state passes' first places stay; a longer list starts as a shorter one
-            chosen = self._with_members(snap, frame, ranking, chosen, conditions, cfg.members)
-        return self._evidence(chosen[:k], snap, ranking, probe.cosines, conditions, successor, held)
+            chosen, found = self._with_members(
+                snap, frame, ranking, chosen, conditions, cfg.members
+            )
+        return self._evidence(
+            chosen[:k], snap, ranking, probe.cosines, conditions, successor, held, found
+        )
 
     def _with_members(
         self,
@@ -241,10 +246,11 @@ class Retriever:
         chosen: policies.Chosen,
         conditions: Conditions,
         round_: members.SecondRound,
-    ) -> policies.Chosen:
+    ) -> tuple[policies.Chosen, dict[int, Member]]:
         """``chosen`` with the second round's finds (:mod:`.members`) after its first
         ``round_.start`` places, restricted by the frame's conditions as the first round was
-        (when it has some and :attr:`RetrievalConfig.context_ranking` is on)."""
+        (when it has some and :attr:`RetrievalConfig.context_ranking` is on), and the member
+        each find names."""
         restricted = bool(conditions) and self.config.context_ranking
         found = members.members(
             snap,
@@ -257,7 +263,7 @@ class Retriever:
             round_,
             self.embedder,  # the kind's vector is held: embedded with the question
         )
-        return members.with_members(chosen, found, round_.start, restricted)
+        return members.with_members(chosen, list(found), round_.start, restricted), found
 
     def fusion_candidates(
         self, snap: Snapshot, frame: RecallFrame, fusion: Fusion
@@ -328,9 +334,10 @@ class Retriever:
         conditions: Conditions,
         successor: Mapping[int, int],
         held: Mapping[int, str],
+        found: Mapping[int, Member] | None = None,
     ) -> list[Evidence]:
-        """The chosen rows as evidence: scores, the raw signals, why each is valid and,
-        for a superseded one, by what."""
+        """The chosen rows as evidence: scores, the raw signals, why each is valid, for a
+        superseded one by what, and for a find of the second round the member it names."""
         cfg = self.config
         evidence = []
         ceiling = np.inf
@@ -352,6 +359,7 @@ class Retriever:
                     contextual=contextual,
                     satisfied=_with_held(conditions.satisfied(unit), held.get(row)),
                     superseded=supersession.supersession(snap, row, successor),
+                    member=(found or {}).get(row),
                 )
             )
         return evidence

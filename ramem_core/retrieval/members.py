@@ -27,7 +27,7 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +39,17 @@ from ramem_core.index.bm25 import LexicalIndex
 from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.protocols import Embedder
 from ramem_core.retrieval.ranking import Ranking
+from ramem_core.types import Member
 
-__all__ = ["SET_QUESTION", "SecondRound", "TermVectors", "asked_kind", "members", "with_members"]
+__all__ = [
+    "SET_QUESTION",
+    "SecondRound",
+    "TermVectors",
+    "asked_kind",
+    "members",
+    "said_as",
+    "with_members",
+]
 
 SET_QUESTION = re.compile(
     r"^\s*(?:what|which)\s+(?:kinds?\s+of\s+|types?\s+of\s+|sorts?\s+of\s+)?"
@@ -264,19 +273,21 @@ def members(
     vectors: TermVectors,
     round_: SecondRound,
     embedder: Embedder | None = None,
-) -> list[int]:
+) -> dict[int, Member]:
     """The statements the second round adds for ``query`` (empty unless it asks about several
-    things of one kind): the best-placed statement in ``ranking`` holding each member term
-    that no memory of ``listed`` (the list's first places) holds, one per term, at most
-    ``slots``. ``allowed``: the rows the frame's conditions select (``None``: all);
-    ``speakers``: the people the question names who speak (with exactly one, only their
-    statements); ``embedder``: embeds the kind (``vectors``' own by default; a retriever
-    passes the one that embedded it with the question)."""
+    things of one kind), with the member each names, in order: the best-placed statement in
+    ``ranking`` holding each member term that no memory of ``listed`` (the list's first
+    places) holds, one per term, at most ``slots``.
+
+    ``allowed``: the rows the frame's conditions select (``None``: all); ``speakers``: the
+    people the question names who speak (with exactly one, only their statements);
+    ``embedder``: embeds the kind (``vectors``' own by default; a retriever passes the one
+    that embedded it with the question)."""
     index = snap.index
     own = index.own
     kind = asked_kind(query)
     if kind is None or own is None or snap.vectors is None:
-        return []
+        return {}
     terms, matrix = vectors.of(own)
     kind_vector = normalize((embedder or vectors.embedder).embed([kind]))[0]
     near = _near(terms, matrix, kind_vector, index.tokenize(query), round_)
@@ -285,7 +296,7 @@ def members(
         listed_terms.update(own.document(int(index.own_doc[row])) or ())
     wanted = near.keys() - listed_terms  # members the list lacks
     if not wanted:
-        return []
+        return {}
     holds = own.scores(sorted(wanted))[index.own_doc] > 0
     holds &= ~snap.derived
     if allowed is not None:
@@ -296,17 +307,28 @@ def members(
         holds &= spoken
     rows = np.flatnonzero(holds)
     rows = rows[np.argsort(-ranking.fused[rows], kind="stable")]  # the first round's order
-    found: list[int] = []
+    found: dict[int, Member] = {}
     named: set[str] = set()  # one find per member
     for row in rows.tolist():
         held = wanted.intersection(own.document(int(index.own_doc[row])) or ())
         if held & named:
             continue
-        found.append(row)
+        best = max(held, key=lambda term: (near[term], term))
+        found[row] = Member(said_as(snap.unit(row).content, best, index.tokenize), kind)
         named |= held
         if len(found) == round_.slots:
             break
     return found
+
+
+def said_as(content: str, term: str, tokenize: Callable[[str], list[str]]) -> str:
+    """The word of ``content`` that ``term`` (a stem) was read from ("kickboxing" for
+    "kickbox"); the term itself if none is."""
+    words: list[str] = _WORD.findall(content)
+    return next((word for word in words if tokenize(word) == [term]), term)
+
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
 
 
 def with_members(

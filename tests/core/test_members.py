@@ -14,7 +14,16 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from ramem_core import ChromaStore, Conversation, Kind, RaMem, RetrievalConfig, Session, Turn
+from ramem_core import (
+    ChromaStore,
+    Conversation,
+    Kind,
+    Member,
+    RaMem,
+    RetrievalConfig,
+    Session,
+    Turn,
+)
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.bm25 import LexicalIndex
 from ramem_core.index.text import Tokenizer
@@ -23,6 +32,7 @@ from ramem_core.retrieval.members import (
     TermVectors,
     _near,
     asked_kind,
+    said_as,
     with_members,
 )
 from ramem_core.testing import HashEmbedder, WordCounter
@@ -340,3 +350,32 @@ def test_background_embedding_stops_at_exit_after_its_chunk(
     threading.Timer(0.2, embedder.gate.set).start()
     members._stop_filling()  # what exit runs: the chunk under way ends, no other starts
     assert len(vectors._matrix(index.vocabulary())) == 1
+
+
+def test_a_find_says_which_member_it_names(tmp_path: Path) -> None:
+    from ramem_core.synthesis import evidence_metadata, system_context, validity
+
+    on = _memory(tmp_path)
+    found = on.recall("What martial arts has John done?", k=10)
+    added = {e.unit.content: e.member for e in found if e.member is not None}
+    assert added == {
+        "John: I went to karate class tonight.": Member("karate", "martial arts"),
+        "John: Off to do some taekwondo with my cousin!": Member("taekwondo", "martial arts"),
+    }
+    assert all(e.member is None for e in found[:8])  # the first round's memories
+    [taekwondo] = [e for e in found if e.member is not None and e.member.word == "taekwondo"]
+    assert ("member", "names 'taekwondo', one of the martial arts asked about") in validity(
+        taekwondo
+    )
+    meta = evidence_metadata(taekwondo)
+    assert (meta["member"], meta["member_of"]) == ("taekwondo", "martial arts")
+    # what a model is told: the line, and the header that says what it means
+    told = system_context(on.situate("What martial arts has John done?", k=10))
+    assert "member: names 'taekwondo', one of the martial arts asked about" in told
+    assert "which one of them it names (member)" in told
+
+
+def test_a_member_is_shown_as_it_was_said() -> None:
+    tokenize = Tokenizer()
+    assert said_as("Kickboxing on Friday wore me out.", "kickbox", tokenize) == "Kickboxing"
+    assert said_as("Nothing here.", "kickbox", tokenize) == "kickbox"
