@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_WRITTEN = re.compile(_WORD.pattern, re.IGNORECASE)  # the same words, as written
 
 
 @lru_cache(maxsize=1)
@@ -52,6 +53,12 @@ class Tokenizer:
                 stem = cache[word] = self._stem(word)
             out.append(stem)
         return out
+
+    def written(self, text: str, term: str) -> str:
+        """The word of ``text`` that gives ``term``, as written ("Kickboxing" for the stem
+        "kickbox"); ``term`` itself when none does."""
+        words: list[str] = _WRITTEN.findall(text)
+        return next((word for word in words if self(word) == [term]), term)
 
 
 def term_counts(terms: Iterable[str]) -> dict[str, float]:

@@ -27,7 +27,7 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,7 +47,6 @@ __all__ = [
     "TermVectors",
     "asked_kind",
     "members",
-    "said_as",
     "with_members",
 ]
 
@@ -314,21 +313,11 @@ def members(
         if held & named:
             continue
         best = max(held, key=lambda term: (near[term], term))
-        found[row] = Member(said_as(snap.unit(row).content, best, index.tokenize), kind)
+        found[row] = Member(index.tokenize.written(snap.unit(row).content, best), kind)
         named |= held
         if len(found) == round_.slots:
             break
     return found
-
-
-def said_as(content: str, term: str, tokenize: Callable[[str], list[str]]) -> str:
-    """The word of ``content`` that ``term`` (a stem) was read from ("kickboxing" for
-    "kickbox"); the term itself if none is."""
-    words: list[str] = _WORD.findall(content)
-    return next((word for word in words if tokenize(word) == [term]), term)
-
-
-_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
 
 
 def with_members(

@@ -32,7 +32,6 @@ from ramem_core.retrieval.members import (
     TermVectors,
     _near,
     asked_kind,
-    said_as,
     with_members,
 )
 from ramem_core.testing import HashEmbedder, WordCounter
@@ -377,5 +376,5 @@ def test_a_find_says_which_member_it_names(tmp_path: Path) -> None:
 
 def test_a_member_is_shown_as_it_was_said() -> None:
     tokenize = Tokenizer()
-    assert said_as("Kickboxing on Friday wore me out.", "kickbox", tokenize) == "Kickboxing"
-    assert said_as("Nothing here.", "kickbox", tokenize) == "kickbox"
+    assert tokenize.written("Kickboxing on Friday wore me out.", "kickbox") == "Kickboxing"
+    assert tokenize.written("Nothing here.", "kickbox") == "kickbox"
