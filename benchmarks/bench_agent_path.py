@@ -244,6 +244,32 @@ class Bench:
         return rows
 
 
+def locomo_questions(store: ChromaStore, samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each LoCoMo sample ingested whole into ``store`` (its id as the namespace), and its
+    answerable questions with evidence: ``sid``, ``question``, ``gold``, ``turn_of`` (memory
+    id -> source turns, for :func:`_score`), ``split`` and ``category``."""
+    questions = []
+    for sample in samples:
+        sid = sample["sample_id"]
+        RaMem(store).add_conversation(locomo_conversation(sample, sid), namespace=sid)
+        turn_of = {u.id: list(u.source_ids) for u in store.get(sid)}
+        for qa in sample["qa"]:
+            gold = metrics.parse_evidence(qa.get("evidence", []))
+            category = int(qa.get("category", 0))
+            if category in metrics.ANSWERABLE and gold:
+                questions.append(
+                    {
+                        "sid": sid,
+                        "question": qa["question"],
+                        "gold": gold,
+                        "turn_of": turn_of,
+                        "split": "report" if sid in LOCOMO_HOLDOUT else "choose",
+                        "category": metrics.LOCOMO_CATEGORIES[category],
+                    }
+                )
+    return questions
+
+
 def locomo_rows(bench: Bench, limit: int | None) -> list[dict[str, Any]]:
     samples = json.loads(LOCOMO.read_text(encoding="utf-8"))[:limit]
     rows: list[dict[str, Any]] = []

@@ -23,13 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_agent_path import _anchor_side, _score  # noqa: E402
+from bench_agent_path import _anchor_side, _score, locomo_questions  # noqa: E402
 
 from ramem_core import RaMem, RetrievalConfig  # noqa: E402
 from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
-from ramem_core.evaluation import metrics  # noqa: E402
-from ramem_core.evaluation.harness import LOCOMO_HOLDOUT  # noqa: E402
-from ramem_core.loaders import locomo_conversation  # noqa: E402
 from ramem_core.store.chroma import ChromaStore  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
@@ -53,22 +50,14 @@ def main() -> None:
     table: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         store = ChromaStore.persistent(tmp, embedder)
-        questions = []
-        for sample in samples:
-            sid = sample["sample_id"]
-            RaMem(store).add_conversation(locomo_conversation(sample, sid), namespace=sid)
-            turn_of = {u.id: list(u.source_ids) for u in store.get(sid)}
-            split = "report" if sid in LOCOMO_HOLDOUT else "choose"
-            for qa in sample["qa"]:
-                gold = metrics.parse_evidence(qa.get("evidence", []))
-                if int(qa.get("category", 0)) in metrics.ANSWERABLE and gold:
-                    questions.append((sid, qa["question"], gold, turn_of, split))
+        questions = locomo_questions(store, samples)
         for name, config in SETTINGS.items():
             memory = RaMem(store, config=config)
             rows = []
-            for sid, question, gold, turn_of, split in questions:
-                found = memory.recall(question, k=10, namespace=sid)
-                rows.append((split, _score(found, gold, turn_of), _anchor_side(found)))
+            for q in questions:
+                found = memory.recall(q["question"], k=10, namespace=q["sid"])
+                score = _score(found, q["gold"], q["turn_of"])
+                rows.append((q["split"], score, _anchor_side(found)))
             for split in ("choose", "report", "all"):
                 part = [r for r in rows if split in ("all", r[0])]
                 sided = [r for r in part if r[2] is not None]

@@ -25,14 +25,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from bench_agent_path import _paired, _score, locomo_questions  # noqa: E402
 
 from ramem_core import RaMem, RetrievalConfig  # noqa: E402
 from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
-from ramem_core.evaluation import metrics  # noqa: E402
-from ramem_core.evaluation.harness import LOCOMO_HOLDOUT  # noqa: E402
-from ramem_core.evaluation.stats import paired_bootstrap  # noqa: E402
-from ramem_core.loaders import locomo_conversation  # noqa: E402
 from ramem_core.retrieval.members import SecondRound, asked_kind  # noqa: E402
 from ramem_core.store.chroma import ChromaStore  # noqa: E402
 
@@ -45,26 +43,6 @@ GRID = {
     for start in (7, 8)
     for slots in (1, 2, 3)
 }
-
-
-def _score(found: Any, gold: list[str], turn_of: dict[str, list[str]]) -> dict[str, Any]:
-    turns = [turn_of.get(e.unit.id, []) for e in found]
-    top10 = [t for ts in turns[:10] for t in ts]
-    sessions = {g.split(":")[0] for g in gold}
-    first = {t.split(":")[0] for t in turns[0]} if turns else set()
-    return {
-        "recall_10": metrics.evidence_recall(gold, top10),
-        "all_10": float(set(gold) <= set(top10)),
-        "d_at_1": float(not first & sessions),
-        "top10": [e.unit.id for e in found][:10],
-    }
-
-
-def _interval(a: list[float], b: list[float]) -> dict[str, float] | None:
-    paired = paired_bootstrap(a, b)
-    if paired is None:
-        return None
-    return {"diff": paired.diff, "low": paired.low, "high": paired.high}
 
 
 def main() -> None:
@@ -80,25 +58,25 @@ def main() -> None:
     runs: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         store = ChromaStore.persistent(tmp, embedder)
-        questions = []
-        for sample in samples:
-            sid = sample["sample_id"]
-            RaMem(store).add_conversation(locomo_conversation(sample, sid), namespace=sid)
-            turn_of = {u.id: list(u.source_ids) for u in store.get(sid)}
-            split = "report" if sid in LOCOMO_HOLDOUT else "choose"
-            for qa in sample["qa"]:
-                gold = metrics.parse_evidence(qa.get("evidence", []))
-                category = metrics.LOCOMO_CATEGORIES.get(int(qa.get("category", 0)))
-                if int(qa.get("category", 0)) in metrics.ANSWERABLE and gold:
-                    questions.append((sid, qa["question"], gold, turn_of, split, category))
+        questions = locomo_questions(store, samples)
         for number, (name, config) in enumerate(settings.items(), start=1):
             memory = RaMem(store, config=config)
-            for sid in dict.fromkeys(q[0] for q in questions):  # snapshots, term vectors
+            for sid in dict.fromkeys(q["sid"] for q in questions):  # snapshots, term vectors
                 memory.recall("What things has anyone done?", namespace=sid)
             rows = []
-            for sid, question, gold, turn_of, split, category in questions:
-                found = memory.recall(question, k=10, namespace=sid)
-                rows.append({"split": split, "category": category, **_score(found, gold, turn_of)})
+            for q in questions:
+                found = memory.recall(q["question"], k=10, namespace=q["sid"])
+                score = _score(found, q["gold"], q["turn_of"])
+                rows.append(
+                    {
+                        "split": q["split"],
+                        "category": q["category"],
+                        "recall_10": score["recall_10"],
+                        "all_10": float(score["recall_10"] == 1.0),
+                        "d_at_1": score["d_at_1"],
+                        "top10": [e.unit.id for e in found][:10],
+                    }
+                )
             runs[name] = rows
             print(f"[{number}/{len(settings)}] {name}", file=sys.stderr, flush=True)
         store.close()
@@ -109,9 +87,11 @@ def main() -> None:
             keep = [i for i, r in enumerate(rows) if split in ("all", r["split"])]
             entry: dict[str, Any] = {
                 "changed_top10": sum(rows[i]["top10"] != off[i]["top10"] for i in keep),
-                "set_questions": sum(asked_kind(q[1]) is not None for q in questions)
-                if split == "all"
-                else sum(asked_kind(q[1]) is not None for q in questions if q[4] == split),
+                "set_questions": sum(
+                    asked_kind(q["question"]) is not None
+                    for q in questions
+                    if split in ("all", q["split"])
+                ),
             }
             for cat in CATEGORIES:
                 idx = [i for i in keep if cat == "overall" or rows[i]["category"] == cat]
@@ -120,13 +100,13 @@ def main() -> None:
                 entry[cat] = {
                     "n": len(idx),
                     "recall_10": sum(a) / len(a),
-                    "minus_off": _interval(a, b),
+                    "minus_off": _paired(a, b),
                 }
                 if cat == "multi-hop":
                     a = [rows[i]["all_10"] for i in idx]
                     b = [off[i]["all_10"] for i in idx]
                     entry[cat]["all_evidence_10"] = sum(a) / len(a)
-                    entry[cat]["all_minus_off"] = _interval(a, b)
+                    entry[cat]["all_minus_off"] = _paired(a, b)
                 if cat == "overall":
                     entry["d_at_1"] = sum(rows[i]["d_at_1"] for i in idx) / len(idx)
             table[f"{name} | {split}"] = entry
