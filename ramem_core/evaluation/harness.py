@@ -90,10 +90,7 @@ def view_config(run: str) -> RetrievalConfig:
     question waits for every term vector of the second round
     (:class:`~ramem_core.retrieval.members.TermVectors`), as a live store's questions read
     them once its background embedding is done, so rankings never depend on timing."""
-    config = SYSTEMS.get(run) or ABLATIONS[run]
-    if config.members is None:
-        return config
-    return replace(config, members=replace(config.members, inline_terms=None))
+    return (SYSTEMS.get(run) or ABLATIONS[run]).settled()
 
 
 LOCOMO_HOLDOUT = ("conv-42", "conv-43")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from ramem_core.errors import InvalidInputError
@@ -141,6 +141,15 @@ class RetrievalConfig:
         if self.window_padding < timedelta(0):
             msg = f"window_padding must not be negative, got {self.window_padding}"
             raise InvalidInputError(msg)
+
+    def settled(self) -> RetrievalConfig:
+        """This config as an offline run reads it: every question waits for the second
+        round's term vectors (``members.inline_terms=None``), so a ranking never depends on
+        how far a background embedding had got (evaluations and benchmarks; a live agent
+        keeps the default)."""
+        if self.members is None or self.members.inline_terms is None:
+            return self
+        return replace(self, members=replace(self.members, inline_terms=None))
 
 
 CONTENT_ONLY = RetrievalConfig(keys=CONTENT_KEYS, context_ranking=False, fusion=None, members=None)

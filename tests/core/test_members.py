@@ -378,3 +378,11 @@ def test_a_member_is_shown_as_it_was_said() -> None:
     tokenize = Tokenizer()
     assert tokenize.written("Kickboxing on Friday wore me out.", "kickbox") == "Kickboxing"
     assert tokenize.written("Nothing here.", "kickbox") == "kickbox"
+
+
+def test_a_settled_config_waits_for_every_term_vector() -> None:
+    from ramem_core.retrieval import CONTENT_ONLY
+
+    assert RetrievalConfig().settled().members == replace(SecondRound(), inline_terms=None)
+    assert RetrievalConfig().settled().settled() == RetrievalConfig().settled()
+    assert CONTENT_ONLY.settled() is CONTENT_ONLY  # no second round: nothing to wait for
