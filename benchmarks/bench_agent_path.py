@@ -162,15 +162,16 @@ class Bench:
         from langchain_ramem.testing import ScriptedChatModel
 
         self.store = store
-        self.memory = RaMem(store)
+        # every memory read settled: a question waits for the second round's term vectors
+        self.memory = RaMem(store, config=RetrievalConfig().settled())
         # other memories read the live namespaces right after the default one writes them
         self.variants = {
-            name: RaMem(store, config=config, refresh_seconds=0)
+            name: RaMem(store, config=config.settled(), refresh_seconds=0)
             for name, config in ECHO_VARIANTS.items()
             if name != "default"
         }
         self.before_after = {
-            name: RaMem(store, config=config, refresh_seconds=0)
+            name: RaMem(store, config=config.settled(), refresh_seconds=0)
             for name, config in BEFORE_AFTER.items()
         }
         self.model = ScriptedChatModel(default=scripted_reply)
@@ -469,7 +470,7 @@ def clock_replay(embedder: Any, limit: int | None) -> dict[str, Any]:
     ``bench_updates.py`` (the knowledge-update questions it is defined on)."""
     from ramem_core.testing import InMemoryStore
 
-    memory = RaMem(InMemoryStore(embedder))
+    memory = RaMem(InMemoryStore(embedder), config=RetrievalConfig().settled())
     out: dict[str, Any] = {}
     for split, path in LONGMEMEVAL.items():
         if not path.exists():

@@ -38,6 +38,7 @@ from ramem_core import (  # noqa: E402
     Conversation,
     MemoryUnit,
     RaMem,
+    RetrievalConfig,
     RuleAnchorer,
     Session,
     Turn,
@@ -266,7 +267,7 @@ def bench_locomo(embedder: MiniLMEmbedder, k: int) -> dict[str, Any] | None:
     scores: dict[str, dict[str, list[float]]] = {"ramem": {}, "content": {}}
     with tempfile.TemporaryDirectory() as tmp:
         store = ChromaStore.persistent(tmp, embedder)
-        ramem = RaMem(store)
+        ramem = RaMem(store, config=RetrievalConfig().settled())  # no timing in rankings
         content = RaMem(store, config=CONTENT_ONLY)
         for sample in samples:
             ns = sample["sample_id"]

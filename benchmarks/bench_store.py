@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ramem_core import RaMem  # noqa: E402
+from ramem_core import RaMem, RetrievalConfig  # noqa: E402
 from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
 from ramem_core.evaluation import metrics  # noqa: E402
 from ramem_core.evaluation.harness import LOCOMO_HOLDOUT  # noqa: E402
@@ -98,7 +98,7 @@ def main() -> None:
     timings: dict[str, list[float]] = {"add_turn": [], "put": [], "recall": [], "search": []}
     with tempfile.TemporaryDirectory(prefix="ramem-store-bench-") as tmp:
         chroma = ChromaStore.persistent(tmp, embedder)
-        memory = RaMem(chroma)
+        memory = RaMem(chroma, config=RetrievalConfig().settled())  # no timing in rankings
         store = RaMemStore(memory)
         forget = memory.retriever.embedder.forget  # type: ignore[attr-defined]
         baseline = InMemoryStore(

@@ -151,7 +151,7 @@ def main() -> None:
     print()
 
     def run(config: RetrievalConfig, part: str) -> list[dict[str, float]]:
-        memory = RaMem(bench.store, config=config, counter=bench.counter)
+        memory = RaMem(bench.store, config=config.settled(), counter=bench.counter)
         return [measure(memory, q, q["namespace"]) for q in asked if q["part"] == part]
 
     def mean(rows: list[dict[str, float]], key: str) -> float:
@@ -217,7 +217,7 @@ def main() -> None:
             for other in ("content", "no-supersession", "no-restate"):
                 pairs = [(a[m], b[m]) for a, b in zip(rows["ramem"], rows[other], strict=True)]
                 cell[m][f"ramem - {other}"] = _interval(pairs)
-        memory = RaMem(bench.store, config=chosen, counter=bench.counter)
+        memory = RaMem(bench.store, config=chosen.settled(), counter=bench.counter)
         agent = [agent_path(memory, q) for q in asked if q["part"] == part]
         cell["agent path (create_agent + middleware, clock = question date)"] = {
             "same_as_recall": mean(agent, "same_as_recall"),

@@ -52,7 +52,7 @@ def main() -> None:
         store = ChromaStore.persistent(tmp, embedder)
         questions = locomo_questions(store, samples)
         for name, config in SETTINGS.items():
-            memory = RaMem(store, config=config)
+            memory = RaMem(store, config=config.settled())
             rows = []
             for q in questions:
                 found = memory.recall(q["question"], k=10, namespace=q["sid"])
