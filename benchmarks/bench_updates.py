@@ -45,7 +45,7 @@ from bench_splits import _embedder, _interval, lme_items  # noqa: E402
 from ramem_core import Evidence, RaMem, RetrievalConfig  # noqa: E402
 from ramem_core.evaluation import harness  # noqa: E402
 from ramem_core.loaders import (  # noqa: E402
-    _longmemeval_sessions,
+    longmemeval_sessions,
     longmemeval_conversation,
     longmemeval_evidence,
 )
@@ -78,7 +78,7 @@ def questions() -> list[dict[str, Any]]:
         if kind != "knowledge-update" or qid.endswith("_abs") or qid in EARLIER:
             continue
         gold = longmemeval_evidence(item, qid)
-        dates = {sid: parse_timestamp(str(d)) for sid, d, _ in _longmemeval_sessions(item, qid)}
+        dates = {sid: parse_timestamp(str(d)) for sid, d, _ in longmemeval_sessions(item, qid)}
         sessions = {g.rsplit(":", 1)[0] for g in gold}
         when = {s: dates[s] for s in sessions}
         if len({d.date() for d in when.values() if d is not None}) < 2:

@@ -217,7 +217,7 @@ def locomo_conversation(sample: Any, source: str | None = None) -> Conversation:
     return validate(Conversation(cid, tuple(sessions), participants), source)
 
 
-def _longmemeval_sessions(
+def longmemeval_sessions(
     item: Any, source: str | None
 ) -> list[tuple[str, Any, list[tuple[int, Mapping[str, Any]]]]]:
     """The haystack's sessions in file order as (unique session id, date, kept turns with
@@ -265,7 +265,7 @@ def longmemeval_conversation(item: Any, source: str | None = None) -> Conversati
     """
     qid = (item.get("question_id") if isinstance(item, Mapping) else None) or "longmemeval"
     sessions = []
-    for sid, date, kept in _longmemeval_sessions(item, source):
+    for sid, date, kept in longmemeval_sessions(item, source):
         time = _time(date, "session date", source=source, session=sid)
         turns = tuple(
             Turn(id=f"{sid}:{j}", speaker=_field(t, "role", "user"), text=_field(t, "content"))
@@ -285,7 +285,7 @@ def longmemeval_evidence(item: Any, source: str | None = None) -> list[str]:
     return list(
         dict.fromkeys(
             f"{sid}:{j}"
-            for sid, _, kept in _longmemeval_sessions(item, source)
+            for sid, _, kept in longmemeval_sessions(item, source)
             for j, t in kept
             if t.get("has_answer") and t.get("role") == "user"
         )

@@ -148,3 +148,72 @@ def test_an_upward_import_is_caught(tmp_path: Path) -> None:
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import ramem_core.memory\n"
     )
     assert _runtime_imports(typed, "ramem_core.index.bm25", is_package=False) == []
+
+
+def _all_imports(path: Path, root: Path, known: set[str]) -> set[str]:
+    """The modules of ``known`` that ``path`` imports, ``TYPE_CHECKING`` imports included: a
+    module named by ``from package import name`` when it is one, else the package."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    module = ".".join(parts[:-1] if is_package else parts)
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                here = module.split(".") if is_package else module.split(".")[:-1]
+                here = here[: len(here) - (node.level - 1)]
+                base = ".".join([*here, *([node.module] if node.module else [])])
+            named = [f"{base}.{a.name}" for a in node.names]
+            out |= {n if n in known else base for n in named}
+    return {m for m in out if m in known and m != module}
+
+
+def circles(prefix: str, root: Path = ROOT) -> list[list[str]]:
+    """Every import circle among the modules under ``prefix`` (a path through them that
+    comes back to where it started), ``TYPE_CHECKING`` imports counted."""
+    paths = {}
+    for path in (root / prefix.split(".")[0]).rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if name == prefix or name.startswith(prefix + "."):
+            paths[name] = path
+    graph = {name: _all_imports(path, root, set(paths)) for name, path in paths.items()}
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                found.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_circle(package: str) -> None:
+    assert circles(package) == []
+
+
+def test_a_circle_is_caught_type_checking_imports_included(tmp_path: Path) -> None:
+    """The checker itself: a module importing another under ``TYPE_CHECKING`` while that one
+    imports it back (through a third) is a circle; without the typed import there is none."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "config.py").write_text("from pkg.fusion import Fusion\n")
+    (pkg / "fusion.py").write_text("from pkg import ranking\n")
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.config import C\n"
+    (pkg / "ranking.py").write_text(typed)
+    assert circles("pkg", tmp_path) == [["pkg.config", "pkg.fusion", "pkg.ranking", "pkg.config"]]
+    (pkg / "ranking.py").write_text("import numpy\n")
+    assert circles("pkg", tmp_path) == []

@@ -47,7 +47,6 @@ __all__ = [
     "TermVectors",
     "asked_kind",
     "members",
-    "with_members",
 ]
 
 SET_QUESTION = re.compile(
@@ -318,15 +317,3 @@ def members(
         if len(found) == round_.slots:
             break
     return found
-
-
-def with_members(
-    chosen: Sequence[tuple[int, bool]], found: Sequence[int], start: int, satisfied: bool
-) -> list[tuple[int, bool]]:
-    """``chosen`` with ``found`` at places ``start + 1`` on (``satisfied``: whether they met
-    the frame's conditions), every other memory in its order after them."""
-    if not found:
-        return list(chosen)
-    added = set(found)
-    rest = [c for c in chosen[start:] if c[0] not in added]
-    return [*chosen[:start], *((row, satisfied) for row in found), *rest][: len(chosen)]

@@ -11,18 +11,37 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from ramem_core.index.bm25 import Scores
+from ramem_core.index.episodic import EpisodicKeys
 from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.protocols import Embedder
 from ramem_core.types import RecallFrame
 
-if TYPE_CHECKING:
-    from ramem_core.retrieval.config import RetrievalConfig
+
+class RankingSettings(Protocol):
+    """What the content ranking reads of a config (a
+    :class:`~ramem_core.retrieval.config.RetrievalConfig` is one): named here so that this
+    module needs no import of the config, which imports the passes built on it."""
+
+    @property
+    def keys(self) -> EpisodicKeys: ...
+    @property
+    def rrf_k(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def dense(self) -> bool: ...
+    @property
+    def lexical(self) -> bool: ...
+    @property
+    def context_ranking(self) -> bool: ...
+    @property
+    def time_weight(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +121,7 @@ def rank(
     snap: Snapshot,
     text: str,
     vector: npt.NDArray[np.float32],
-    config: RetrievalConfig,
+    config: RankingSettings,
     cosines: Scores | None = None,
     *,
     speakers: Sequence[str] = (),
@@ -188,14 +207,14 @@ def rank(
     return Ranking(fused, dense, lexical, parts)
 
 
-def asks_when(frame: RecallFrame, config: RetrievalConfig) -> bool:
+def asks_when(frame: RecallFrame, config: RankingSettings) -> bool:
     """Whether memories that say when count for ``frame``: it asks when, and the time bonus
     (part of the frame) is on."""
     return frame.asks_when and config.context_ranking and config.time_weight > 0
 
 
 def content_ranking(
-    snap: Snapshot, frame: RecallFrame, probe: Probe, config: RetrievalConfig, *, yielding: bool
+    snap: Snapshot, frame: RecallFrame, probe: Probe, config: RankingSettings, *, yielding: bool
 ) -> Ranking:
     """The content ranking of ``frame``'s question, with the when-bonus; ``yielding``: recorded
     questions and replies are ranked apart."""

@@ -21,8 +21,6 @@ from ramem_core.states import asks_about_state, asks_value, kind_bits_of, values
 from ramem_core.temporal import describe
 from ramem_core.types import MemoryUnit, RecallFrame, Supersession, TimeSpan
 
-Chosen = list[tuple[int, bool]]
-
 
 def _said(unit: MemoryUnit) -> tuple[datetime, int]:
     """When ``unit`` was said, as an order: its own stored span's end, then its turn."""
@@ -164,45 +162,6 @@ def restated(
         earlier = [row for said, row in chain if said.date() < last_day]
         if earlier:
             out.append((later, earlier))
-    return out
-
-
-def latest_day_first(chosen: Chosen, chains: Sequence[tuple[list[int], list[int]]]) -> Chosen:
-    """``chosen`` with each chain's statements of its latest day (:func:`restated`) moved into
-    the places its members hold, ahead of those of earlier days; each group keeps its order
-    and every other memory its place."""
-    out = list(chosen)
-    for later, earlier in chains:
-        members = set(later) | set(earlier)
-        places = [i for i, (row, _) in enumerate(out) if row in members]
-        late = {*later}
-        ordered = [out[i] for i in places if out[i][0] in late]
-        ordered += [out[i] for i in places if out[i][0] not in late]
-        for place, item in zip(places, ordered, strict=True):
-            out[place] = item
-    return out
-
-
-def latest_first(chosen: Chosen, pool: int, successor: Mapping[int, int]) -> Chosen:
-    """``chosen`` with the successor of each superseded memory of its first ``pool`` places
-    moved up to right before it, when the successor is itself among those places (relevant
-    to the question in its own right): a question about now reads the latest statement of
-    each chain first, the earlier ones after it."""
-    if not successor:
-        return chosen
-    flags = dict(chosen)
-    pooled = {row for row, _ in chosen[:pool]}
-    out: Chosen = []
-    placed: set[int] = set()
-    for place, (row, contextual) in enumerate(chosen):
-        if row in placed:
-            continue
-        later = successor.get(row)
-        if place < pool and later in pooled and later not in placed:
-            out.append((later, flags.get(later, contextual)))
-            placed.add(later)
-        out.append((row, contextual))
-        placed.add(row)
     return out
 
 

@@ -32,8 +32,8 @@ from ramem_core.retrieval.members import (
     TermVectors,
     _near,
     asked_kind,
-    with_members,
 )
+from ramem_core.retrieval.passes import SetMembers
 from ramem_core.testing import HashEmbedder, WordCounter
 
 # the terms of the martial arts said in the conversation, as the index stems them
@@ -111,6 +111,13 @@ def _memory(tmp_path: Path, config: RetrievalConfig | None = None) -> RaMem:
     memory = RaMem(store, config=config, counter=WordCounter())
     memory.add_conversation(martial_arts())
     return memory
+
+
+def _terms(memory: RaMem) -> TermVectors:
+    """The term vectors the memory's second round keeps."""
+    found = memory.retriever.pass_named("set-members")
+    assert isinstance(found, SetMembers)
+    return found.terms
 
 
 def _said(memory: RaMem, query: str, k: int = 10) -> list[str]:
@@ -235,13 +242,14 @@ def test_a_bad_second_round_is_refused() -> None:
 
 
 def test_finds_take_places_after_the_kept_ones_and_the_list_keeps_its_length() -> None:
-    chosen = [(row, False) for row in range(10)]
-    assert with_members(chosen, [42, 7], 8, False) == [
-        *chosen[:8],
-        (42, False),
-        (7, False),
-    ]
-    assert with_members(chosen[:8], [42], 8, False) == chosen[:8]  # nothing after the kept
+    from ramem_core.retrieval.passes import Pick
+    from ramem_core.retrieval.passes.set_members import with_finds
+
+    chosen = [Pick(row) for row in range(10)]
+    finds = [Pick(42, valid=True), Pick(7, valid=True)]
+    assert with_finds(chosen, finds, 8) == [*chosen[:8], *finds]
+    assert with_finds(chosen[:8], finds[:1], 8) == chosen[:8]  # nothing after the kept
+    assert with_finds(chosen, [Pick(9)], 8) == [*chosen[:8], Pick(9), Pick(8)]
 
 
 def test_term_vectors_are_embedded_once_per_term() -> None:
@@ -313,7 +321,7 @@ def test_the_second_round_does_not_wait_for_a_large_vocabulary(tmp_path: Path) -
     off = RaMem(on.store, config=replace(RetrievalConfig(), members=None), counter=WordCounter())
     query = "What martial arts has John done?"
     assert _said(on, query) == _said(off, query)  # no term embedded yet: no finds
-    on.retriever.terms.join(10)
+    _terms(on).join(10)
     assert _with(_said(on, query)[8:], "taekwondo")
 
 
@@ -327,7 +335,7 @@ def test_an_evaluation_reads_every_term_vector() -> None:
 def test_the_kind_is_embedded_with_the_question_in_one_pass(tmp_path: Path) -> None:
     on = _memory(tmp_path)
     on.recall("What martial arts has John done?")  # the term vectors
-    embedder = on.retriever.terms.embedder
+    embedder = _terms(on).embedder
     assert isinstance(embedder, KindEmbedder)
     embedder.calls.clear()
     on.recall("Which sports has Maria done?")
