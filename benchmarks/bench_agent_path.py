@@ -72,9 +72,8 @@ ECHO_VARIANTS: dict[str, RetrievalConfig] = {
     "derived_last 0.4": RetrievalConfig(derived_last=0.4),
     "derived_last 0.6": RetrievalConfig(derived_last=0.6),
 }
-#: before/after settings compared with the default (anchor_side_slots 3, exclude_anchor off)
+#: before/after settings compared with the default (exclude_anchor off)
 BEFORE_AFTER = {
-    "anchor_side_slots 0": RetrievalConfig(anchor_side_slots=0),
     "exclude_anchor": RetrievalConfig(exclude_anchor=True),
 }
 

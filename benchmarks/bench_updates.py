@@ -45,9 +45,9 @@ from bench_splits import _embedder, _interval, lme_items  # noqa: E402
 from ramem_core import Evidence, RaMem, RetrievalConfig  # noqa: E402
 from ramem_core.evaluation import harness  # noqa: E402
 from ramem_core.loaders import (  # noqa: E402
-    longmemeval_sessions,
     longmemeval_conversation,
     longmemeval_evidence,
+    longmemeval_sessions,
 )
 from ramem_core.temporal import parse_timestamp  # noqa: E402
 

@@ -240,6 +240,15 @@ def _months_between(start: datetime, end: datetime) -> int:
     return (end.year - start.year) * 12 + end.month - start.month
 
 
+def _names_a_time(relation: re.Match[str], now: datetime | None) -> bool:
+    """True for "during" followed by a time ("during June", "during the summer of 2023"): a
+    window, not an event to anchor on."""
+    if relation.group("rel").lower() != "during" or relation.group("n") or relation.group("period"):
+        return False
+    phrase = relation.group(0)[relation.start("rel") - relation.start() :]
+    return any(start == 0 for start, _, _, _ in resolve_all(phrase, now or datetime.min))
+
+
 class RuleFrameInducer:
     """Rule-based recall-frame induction (no LLM)."""
 
@@ -251,6 +260,8 @@ class RuleFrameInducer:
         removed: list[tuple[int, int]] = []
 
         relation = _RELATION.search(query)
+        if relation is not None and _names_a_time(relation, context.now):
+            relation = None  # "during June": a time, found with the others below
         if relation is not None and _DISTANCE.search(query):
             relation_text = relation.group(0).strip()
             times.append(

@@ -528,7 +528,8 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver]] = [
         ),
         (rf"\b(?P<which>last|next|this past|past)\s+(?P<wd>{_WEEKDAY_RE})\b", _weekday),
         (
-            rf"\b(?:(?P<which>last|next|this)\s+|in\s+(?:early\s+|mid-?\s*|late\s+)?)"
+            rf"\b(?:(?P<which>last|next|this)\s+|(?:in|during|throughout)\s+"
+            r"(?:early\s+|mid-?\s*|late\s+)?)"
             rf"(?P<month>{_MONTH_RE})\b(?!\s*\d)",
             _named_month,
         ),

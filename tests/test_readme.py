@@ -50,3 +50,15 @@ def test_the_see_move_explain_snippet_runs(clean: Path) -> None:
     with RaMem.open(clean / "moved") as moved:
         assert moved.count() == memory.count()
     memory.close()
+
+
+def test_the_readmes_list_of_passes_is_the_pipeline() -> None:
+    """The README's architecture section names the default pipeline's passes, in order."""
+    import re
+
+    from ramem_core.retrieval import RetrievalConfig, Retriever
+    from ramem_core.testing import HashEmbedder
+
+    listed = README.split("<!-- passes -->", 1)[1].split("<!-- /passes -->", 1)[0]
+    names = re.findall(r"`([a-z-]+)`", listed)
+    assert names == [p.name for p in Retriever(HashEmbedder(), RetrievalConfig()).passes]

@@ -40,6 +40,7 @@ from ramem_core.retrieval.fusion import (
     fusion_features,
     load_fusion,
 )
+from ramem_core.retrieval.kinds import KindVectors
 from ramem_core.retrieval.lookup import ANCHOR_CANDIDATES, SnapshotLookup
 from ramem_core.retrieval.members import asked_kind
 from ramem_core.retrieval.passes import ListPass, Pick, pipeline
@@ -82,6 +83,10 @@ class Retriever:
         # the second round's terms are embedded by the wrapped embedder: they are no questions
         inner = embedder.inner if isinstance(embedder, RecentQueries) else embedder
         self.passes = pipeline(self.config, inner)
+        vectors = self.config.state_kind_vectors
+        self.kind_vectors = (
+            KindVectors(inner, vectors, self.config.asked_state) if vectors is not None else None
+        )
 
     def pass_named(self, name: str) -> ListPass:
         """The pass of :attr:`passes` called ``name`` (``KeyError`` if the config has none)."""
@@ -168,7 +173,7 @@ class Retriever:
             return []
         if probe is None or probe.snap is not snap or probe.text != frame.query:
             probe = self.probe(snap, frame.query)
-        facts = gather(snap, frame, probe, k, self.config, self.embedder)
+        facts = gather(snap, frame, probe, k, self.config, self.embedder, self.kind_vectors)
         picks = [Pick(row) for row in facts.order]
         for step in self.passes:
             picks = step(facts, picks)

@@ -40,12 +40,6 @@ class RetrievalConfig:
             memories *below* the relevant pool join the frame-consistent ones ahead: the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window
             cannot fill the list (grid ``window_slots``).
-        anchor_side_slots: the first this many places of the list go to memories that are
-            not on a before/after relation's anchor side (their event, else their session,
-            ends before an "after" window opens or starts after a "before" window closes: the
-            trip itself for "after the trip"), when the relevant pool holds such memories; the
-            others keep their order after them, and none leaves the pool. 0 turns it off.
-            Chosen on LoCoMo dev conv-26/30/41 (``benchmarks/results/tune_anchor_side.json``).
         exclude_anchor: keep a before/after relation's anchor out of the relation's window
             when ranking: no padding on the anchor's side, and the anchor memory's session
             is not inside ("after the trip" is not the trip). Off: on LoCoMo dev it cost
@@ -84,6 +78,16 @@ class RetrievalConfig:
             chain whose latest day's statements are read first
             (:func:`~ramem_core.retrieval.supersession.restated`); ``None`` turns it off.
             Chosen on the LongMemEval_S choose part (``benchmarks/results/bench_updates.json``).
+        state_kind_vectors: a statement or a question speaks of a kind of state also when its
+            vector has this cosine with one of the kind's prototype sentences
+            (:mod:`ramem_core.retrieval.kinds`: "two weeks into the new gig at Initech" is about
+            a job); ``None``: the words alone.
+        asked_state: with ``state_kind_vectors``, a statement whose vector has this cosine
+            with a question about a kind of state is one of the state asked about, whatever
+            its words ("Where do I work?": "two weeks into the new gig at Initech").
+        now_by_default: a question that sets no time of its own and asks about a kind of
+            state, not for an earlier value ("When is Dad's party?"), reads the latest
+            statement of each chain first, as a question about now does.
         state_candidates: how many of the content ranking's best statements supersession is
             sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
@@ -114,7 +118,6 @@ class RetrievalConfig:
     derived_last: float | None = 0.5
     derived_yield: bool = True
     derived_yield_all: bool = False
-    anchor_side_slots: int = 3
     exclude_anchor: bool = False
     ordinals: bool = True
     fusion: Fusion | None = LEARNED_FUSION
@@ -123,6 +126,9 @@ class RetrievalConfig:
     state_kind_similarity: float = 0.2
     state_candidates: int = 50
     restate_share: float | None = 0.6
+    state_kind_vectors: float | None = None
+    asked_state: float | None = None
+    now_by_default: bool = False
     members: SecondRound | None = field(default_factory=SecondRound)
 
     def __post_init__(self) -> None:

@@ -44,7 +44,7 @@ def evidence(picks: Sequence[Pick], facts: Facts, *, dense: bool) -> list[Eviden
                 lexical_score=lexical if lexical > 0 else None,
                 contextual=pick.valid,
                 satisfied=_with_held(conditions.satisfied(unit), pick.held),
-                superseded=supersession(snap, row, successor),
+                superseded=supersession(snap, row, successor, facts.kinds),
                 member=pick.member,
             )
         )

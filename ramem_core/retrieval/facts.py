@@ -20,6 +20,7 @@ from ramem_core.protocols import Embedder
 from ramem_core.retrieval.conditions import Conditions
 from ramem_core.retrieval.config import RetrievalConfig
 from ramem_core.retrieval.fusion import Fusion, fusion_features, reranked
+from ramem_core.retrieval.kinds import KindVectors
 from ramem_core.retrieval.passes.base import Facts
 from ramem_core.retrieval.ranking import Probe, Ranking, asks_when, content_ranking, ranks
 from ramem_core.retrieval.supersession import chains
@@ -33,8 +34,10 @@ def gather(
     k: int,
     config: RetrievalConfig,
     embedder: Embedder,
+    kind_vectors: KindVectors | None = None,
 ) -> Facts:
-    """The facts of ``frame``'s question against ``snap`` for a list of ``k``."""
+    """The facts of ``frame``'s question against ``snap`` for a list of ``k``
+    (``kind_vectors``: the kinds of state are read from vectors too)."""
     cfg = config
     conditions = Conditions.of(
         frame, cfg.session_context, cfg.window_padding, strict_relations=cfg.exclude_anchor
@@ -55,12 +58,15 @@ def gather(
     else:
         order = ranking.top(width)
         pool = order[: cfg.validity_pool]
-    chain = {}
+    chain: dict[int, list[int]] = {}
+    kinds = None
     if cfg.supersession and cfg.context_ranking:  # read now, never stored
         candidates = [*ranking.top(cfg.state_candidates, among=~snap.derived), *order]
-        chain = chains(snap, candidates, cfg.state_similarity, cfg.state_kind_similarity)
+        if kind_vectors is not None:
+            kinds = kind_vectors.of(snap, candidates, frame.query, probe.vector)
+        chain = chains(snap, candidates, cfg.state_similarity, cfg.state_kind_similarity, kinds)
     return Facts(
-        snap, frame, probe, conditions, ranking, tuple(order), tuple(pool), yielding, chain
+        snap, frame, probe, conditions, ranking, tuple(order), tuple(pool), yielding, chain, kinds
     )
 
 

@@ -17,7 +17,8 @@ import numpy as np
 
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.conditions import Conditions
-from ramem_core.states import asks_about_state, asks_value, kind_bits_of, values
+from ramem_core.retrieval.kinds import ASKED, Kinds
+from ramem_core.states import asks_value, values
 from ramem_core.temporal import describe
 from ramem_core.types import MemoryUnit, RecallFrame, Supersession, TimeSpan
 
@@ -28,13 +29,14 @@ def _said(unit: MemoryUnit) -> tuple[datetime, int]:
     return (span.end if span is not None else datetime.min, unit.context.turn_index)
 
 
-def _began(snap: Snapshot, row: int) -> TimeSpan | None:
+def _began(snap: Snapshot, row: int, kinds: Kinds | None = None) -> TimeSpan | None:
     """When the lasting state stated at ``row`` begins, when it says so ("I moved to Porto
     last week!": the week before it was said; "I start at Google next month": that month):
     its event time; else ``None`` (an appointment's event time is the appointment, not when
     it was set)."""
     began = snap.units[row].context.event_time
-    return began if began is not None and snap.columns["lasting"][row] else None
+    lasting = kinds.lasting if kinds is not None else snap.columns["lasting"]
+    return began if began is not None and lasting[row] else None
 
 
 def chains(
@@ -42,6 +44,7 @@ def chains(
     rows: Iterable[int],
     threshold: float | None,
     kind_threshold: float | None = None,
+    kinds: Kinds | None = None,
 ) -> dict[int, list[int]]:
     """For each statement among ``rows`` that later ones supersede, their rows in the order
     they were said: said later by the same person, both stating something that can change, and
@@ -50,22 +53,25 @@ def chains(
     of state ("I live in Lisbon", "I moved to Porto": :func:`~ramem_core.states.state_kinds`),
     or both name the same state (the LLM anchorer's ``updates``:
     :attr:`~ramem_core.types.EpisodicContext.state`), whatever their words.
+    ``kinds``: the kinds of state of the memories (:class:`~ramem_core.retrieval.kinds.Kinds`;
+    by default their words'); a statement of a kind states something whatever its words.
     Read off the snapshot's columns (:mod:`ramem_core.index.columns`): no text is read here."""
     if snap.vectors is None:
         return {}
     candidates = np.fromiter(dict.fromkeys(rows), dtype=np.int64)
     columns = snap.columns
+    bits = (kinds or Kinds.of_words(snap, "")).bits
     named = columns["state_key"][candidates] != 0  # the LLM anchorer named its state
-    at = candidates[columns["states"][candidates] | named]
+    at = candidates[columns["states"][candidates] | named | (bits[candidates] != 0)]
     if threshold is None:  # a chain needs a shared kind or a named state: the rest, none
-        at = at[(columns["state_kinds"][at] != 0) | (columns["state_key"][at] != 0)]
+        at = at[(bits[at] != 0) | (columns["state_key"][at] != 0)]
     if len(at) < 2:
         return {}
     cosine = snap.vectors[at] @ snap.vectors[at].T
     similar = cosine >= threshold if threshold is not None else np.zeros(cosine.shape, bool)
     if kind_threshold is not None:
-        kinds = columns["state_kinds"][at]
-        shared = (kinds[:, None] & kinds[None, :]) != 0
+        of = bits[at]
+        shared = (of[:, None] & of[None, :]) != 0
         similar |= shared & (cosine >= kind_threshold)
     keys = columns["state_key"][at]
     similar |= (keys[:, None] == keys[None, :]) & (keys != 0)[:, None]  # one named state
@@ -83,29 +89,35 @@ def chains(
     return out
 
 
-def _of_kind(snap: Snapshot, rows: Sequence[int], asked: int) -> list[int]:
+def _of_kind(snap: Snapshot, rows: Sequence[int], asked: int, kinds: Kinds | None) -> list[int]:
     """The rows among ``rows`` that speak of a kind of state in ``asked`` (bits), or all of
     them when ``asked`` is none or none does ("I live in Lisbon and work at Acme" is
     superseded as a home by "I moved to Porto", as a job by "I start at Google")."""
-    kinds = snap.columns["state_kinds"]
-    fitting = [row for row in rows if asked & int(kinds[row])] if asked else []
+    bits = (kinds or Kinds.of_words(snap, "")).bits
+    fitting = [row for row in rows if asked & int(bits[row])] if asked else []
     return fitting or list(rows)
 
 
 def successors_for(
-    snap: Snapshot, chain: Mapping[int, list[int]], query: str, now: datetime | None = None
+    snap: Snapshot,
+    chain: Mapping[int, list[int]],
+    query: str,
+    now: datetime | None = None,
+    kinds: Kinds | None = None,
 ) -> dict[int, int]:
     """For each superseded statement of ``chain`` (:func:`chains`), the latest successor of
     the kind of state ``query`` asks about (any kind when it asks about none); with ``now``,
     only successors whose state has begun by then ("I start at Google next month" does not
-    yet supersede "I work at Acme" before that month)."""
-    asked = kind_bits_of(asks_about_state(query))
+    yet supersede "I work at Acme" before that month). ``kinds``: as :func:`chains`."""
+    kinds = kinds or Kinds.of_words(snap, query)
     out = {}
     for row, later in chain.items():
         if now is not None:
-            later = [r for r in later if (began := _began(snap, r)) is None or began.start <= now]
+            later = [
+                r for r in later if (began := _began(snap, r, kinds)) is None or began.start <= now
+            ]
         if later:
-            out[row] = _of_kind(snap, later, asked)[-1]
+            out[row] = _of_kind(snap, later, kinds.asked, kinds)[-1]
     return out
 
 
@@ -171,6 +183,7 @@ def held_through(
     conditions: Conditions,
     rows: Sequence[int],
     chain: Mapping[int, list[int]],
+    kinds: Kinds | None = None,
 ) -> dict[int, str]:
     """The rows among ``rows`` that state a lasting state ("I live in Lisbon") of the kind
     the question asks about ("Where did I live in April?") held during one of the frame's
@@ -178,23 +191,28 @@ def held_through(
     week"), until it was first superseded as that kind of state (``chain``: when the
     successor's state began, if it says, else when the successor was said) or until the
     question's now; with the reason in words."""
-    asked = kind_bits_of(asks_about_state(frame.query))
+    kinds = kinds or Kinds.of_words(snap, frame.query)
+    asked = kinds.asked
     if not conditions.windows or conditions.exact is None or not asked:
         return {}  # only a question about a lasting state reads one over its interval
     now = frame.now or datetime.max
     out: dict[int, str] = {}
+    chained = set(chain).union(*chain.values())
     for row in rows:
         ctx = snap.unit(row).context
-        if ctx.session_span is None or not snap.columns["lasting"][row]:
+        if ctx.session_span is None or not kinds.lasting[row]:
             continue  # a statement of a lasting state (never a question or a reply)
-        if not asked & int(snap.columns["state_kinds"][row]):
+        shared = asked & int(kinds.bits[row])
+        if not shared:
             continue  # a lasting state of another kind than the question asks about
-        began = _began(snap, row)  # "I moved to Porto last week": held from that week on
+        if shared == ASKED and row not in chained:
+            continue  # near the question alone: a state only where another replaced it
+        began = _began(snap, row, kinds)  # "I moved to Porto last week": held from that week on
         start = began.start if began is not None else ctx.session_span.start
         end = now
         if row in chain:  # until the first successor's state began, or else was said
-            later = _of_kind(snap, chain[row], asked)[0]
-            ended = _began(snap, later)
+            later = _of_kind(snap, chain[row], asked, kinds)[0]
+            ended = _began(snap, later, kinds)
             end = ended.start if ended is not None else _said(snap.units[later])[0]
         if end < start:
             continue
@@ -207,11 +225,13 @@ def held_through(
     return out
 
 
-def supersession(snap: Snapshot, row: int, successor: Mapping[int, int]) -> Supersession | None:
+def supersession(
+    snap: Snapshot, row: int, successor: Mapping[int, int], kinds: Kinds | None = None
+) -> Supersession | None:
     """The label of a superseded memory: by which later statement, said when, and since when
     its state held when it says so."""
     later = successor.get(row)
     if later is None:
         return None
     unit = snap.units[later]
-    return Supersession(unit.id, _said(unit)[0], unit.content, _began(snap, later))
+    return Supersession(unit.id, _said(unit)[0], unit.content, _began(snap, later, kinds))

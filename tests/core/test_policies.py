@@ -14,11 +14,8 @@ from ramem_core import (
     Session,
     Turn,
 )
-from ramem_core.retrieval import (
-    on_anchor_side,
-)
 from ramem_core.testing import WordCounter
-from tests.conftest import back_from_lisbon, content_only
+from tests.conftest import content_only
 
 
 def _long_session(start: datetime, label: str, topic: str, n: int) -> Session:
@@ -101,16 +98,3 @@ def test_a_narrow_window_reaches_below_the_relevant_pool(store: ChromaStore) -> 
     # without the slots, only the pool's valid memories (here none) move
     pooled = RaMem(store, config=RetrievalConfig(window_slots=0), counter=WordCounter())
     assert "S:1" not in [e.unit.source_ids[0] for e in pooled.recall(query, k=10, at=at)]
-
-
-def test_the_anchors_side_never_takes_the_first_places(memory: RaMem) -> None:
-    back_from_lisbon(memory)
-    query = "What did Ben do after the Lisbon trip?"
-    found = memory.recall(query, k=3)
-    assert [e.unit.source_ids[0] for e in found] == ["B:1", "A:1", "A:2"]
-    assert [on_anchor_side(e.unit, found.frame) for e in found] == [False, True, True]
-    assert [e.score for e in found] == sorted((e.score for e in found), reverse=True)
-    off = RetrievalConfig(anchor_side_slots=0)
-    plain = RaMem(memory.store, counter=WordCounter(), config=off).recall(query, k=3)
-    assert on_anchor_side(plain[0].unit, plain.frame)  # without it: the trip itself first
-    assert {e.unit.id for e in plain} == {e.unit.id for e in found}  # the same top k

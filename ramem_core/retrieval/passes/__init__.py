@@ -11,9 +11,8 @@ another pass placed. In the order :func:`pipeline` applies them:
 4. ``latest-first`` — a question about now reads the latest statement of a changed state
    first.
 5. ``latest-day-first`` — a value stated again on a later day, its latest day first.
-6. ``anchor-side-first`` — "after the trip" is not the trip.
-7. ``set-members`` — the second round: the members of an asked set the list lacks.
-8. ``superseded-labels`` — superseded memories are labelled.
+6. ``set-members`` — the second round: the members of an asked set the list lacks.
+7. ``superseded-labels`` — superseded memories are labelled.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from __future__ import annotations
 from ramem_core.protocols import Embedder
 from ramem_core.retrieval.config import RetrievalConfig
 from ramem_core.retrieval.passes.after_sources import AfterTheirSources
-from ramem_core.retrieval.passes.anchor_side import AnchorSideFirst
 from ramem_core.retrieval.passes.base import Facts, ListPass, Pick, Picks
 from ramem_core.retrieval.passes.held import HeldThrough
 from ramem_core.retrieval.passes.labels import SupersededLabels
@@ -32,7 +30,6 @@ from ramem_core.retrieval.passes.valid_first import ValidFirst
 
 __all__ = [
     "AfterTheirSources",
-    "AnchorSideFirst",
     "Facts",
     "HeldThrough",
     "LatestDayFirst",
@@ -59,15 +56,14 @@ def pipeline(config: RetrievalConfig, terms_embedder: Embedder) -> tuple[ListPas
             if config.derived_last is not None
             else None
         ),
-        LatestFirst(config.state_kind_similarity, config.validity_pool) if states else None,
         (
-            LatestDayFirst(config.restate_share)
-            if states and config.restate_share is not None
+            LatestFirst(config.state_kind_similarity, config.validity_pool, config.now_by_default)
+            if states
             else None
         ),
         (
-            AnchorSideFirst(config.validity_pool, config.anchor_side_slots)
-            if config.anchor_side_slots and config.context_ranking
+            LatestDayFirst(config.restate_share)
+            if states and config.restate_share is not None
             else None
         ),
         (

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.conditions import Conditions
+from ramem_core.retrieval.kinds import Kinds
 from ramem_core.retrieval.ranking import Probe, Ranking
 from ramem_core.types import Member, RecallFrame
 
@@ -51,6 +52,8 @@ class Facts:
         yielding: recorded questions and replies yield to statements.
         chains: for each candidate statement that later ones supersede, their rows in the
             order they were said (empty with supersession off).
+        kinds: the kinds of state the candidates speak of and the question asks about
+            (``None``: as their words say).
     """
 
     snap: Snapshot
@@ -62,6 +65,7 @@ class Facts:
     pool: tuple[int, ...]
     yielding: bool = False
     chains: Mapping[int, list[int]] = field(default_factory=dict)
+    kinds: Kinds | None = None
 
 
 class ListPass(Protocol):

@@ -19,7 +19,9 @@ class HeldThrough:
     name: str = "held-through"
 
     def __call__(self, facts: Facts, picks: Picks) -> Picks:
-        held = held_through(facts.snap, facts.frame, facts.conditions, facts.pool, facts.chains)
+        held = held_through(
+            facts.snap, facts.frame, facts.conditions, facts.pool, facts.chains, facts.kinds
+        )
         if not held:
             return picks
         return [replace(p, held=held[p.row]) if p.row in held else p for p in picks]

@@ -17,7 +17,7 @@ class SupersededLabels:
     name: str = "superseded-labels"
 
     def __call__(self, facts: Facts, picks: Picks) -> Picks:
-        successor = successors_for(facts.snap, facts.chains, facts.frame.query)
+        successor = successors_for(facts.snap, facts.chains, facts.frame.query, kinds=facts.kinds)
         if not successor:
             return picks
         return [

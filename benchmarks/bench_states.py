@@ -1,0 +1,182 @@
+"""States in the user's own words: does the state that holds lead, and is a superseded one
+labelled?
+
+From the repository root::
+
+    python benchmarks/bench_states.py
+
+The scenarios are ``benchmarks/data/state_phrasings.json``: written by a helper before any
+rule was tuned and kept fixed (at least 20 per kind of state: a job, a home, a school, a team,
+a partner, a car, a phone; a party, a trip, a visit, a deadline whose date or place changes),
+each a user's turns over months, the later statements mostly in words other than "moved",
+"I work at" or "appointment". Each scenario is replayed live (``RaMem.add_turn`` with its own
+times) into its own namespace, then asked its "now" question and its past-time question at
+their own moments (``recall(at=...)``).
+
+Measures, over the top 10 of each question:
+
+- ``now_leads``: the first statement of the state in the list is the latest one;
+- ``past_leads``: the first statement of the state is the one that held at the asked time;
+- ``labelled``: every statement of the state in the list that a later one replaced (before
+  the moment of asking) carries a "superseded" label;
+- ``held_true``: no statement is told as "held through" a time after it was replaced.
+
+The parts: scenarios with an even number in their id choose, odd ones report (fixed before
+any run). Writes ``benchmarks/results/bench_states.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ramem_core import RaMem, RetrievalConfig
+from ramem_core.types import Evidence
+
+ROOT = Path(__file__).resolve().parents[1]
+PHRASINGS = ROOT / "benchmarks" / "data" / "state_phrasings.json"
+RESULT = ROOT / "benchmarks" / "results" / "bench_states.json"
+K = 10
+
+
+def part(scenario: dict[str, Any]) -> str:
+    """choose for an even number in the id ("job-04"), report for an odd one."""
+    return "choose" if int(scenario["id"].rsplit("-", 1)[1]) % 2 == 0 else "report"
+
+
+def replay(memory: RaMem, scenario: dict[str, Any], namespace: str) -> list[str]:
+    """The scenario's turns stored live; the ids of its state statements, in order."""
+    ids = []
+    for turn in scenario["turns"]:
+        unit = memory.add_turn(
+            "user", turn["text"], at=datetime.fromisoformat(turn["at"]), namespace=namespace
+        )
+        ids.append(unit.id)
+    return [ids[i] for i in scenario["states"]]
+
+
+def measure(found: list[Evidence], states: list[str], expected: str) -> dict[str, float]:
+    """The measures of one question's list (see the module's docstring)."""
+    shown = [e for e in found[:K] if e.unit.id in states]
+    first = shown[0].unit.id if shown else None
+    replaced = set(states[:-1])
+    labelled = all(e.superseded is not None for e in shown if e.unit.id in replaced)
+    held_wrong = any(
+        "held through" in " ".join(e.satisfied) and e.unit.id != expected for e in shown
+    )
+    return {
+        "leads": float(first == expected),
+        "in_top": float(expected in [e.unit.id for e in shown]),
+        "labelled": float(labelled),
+        "held_true": float(not held_wrong),
+    }
+
+
+def run(config: RetrievalConfig, scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    # a store of its own per run (an ephemeral Chroma client is shared by the whole process)
+    with tempfile.TemporaryDirectory() as tmp, RaMem.open(tmp, config=config) as memory:
+        started = time.monotonic()
+        for n, scenario in enumerate(scenarios, start=1):
+            ns = f"s-{scenario['id']}"
+            states = replay(memory, scenario, ns)
+            now_q, past_q = scenario["now_question"], scenario["past_question"]
+            now = memory.recall(
+                now_q["text"], K, at=datetime.fromisoformat(now_q["at"]), namespace=ns
+            )
+            past = memory.recall(
+                past_q["text"], K, at=datetime.fromisoformat(past_q["at"]), namespace=ns
+            )
+            held = states[past_q["answer_state"]]
+            rows.append(
+                {
+                    "id": scenario["id"],
+                    "kind": scenario["kind"],
+                    "part": part(scenario),
+                    "now": measure(list(now.evidence), states, states[-1]),
+                    "past": measure(list(past.evidence), states, held),
+                }
+            )
+            if n % 50 == 0 or n == len(scenarios):
+                print(f"  {n}/{len(scenarios)} ({time.monotonic() - started:.0f} s)", flush=True)
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means per part and kind: now_leads, past_leads, labelled (both questions), held_true."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        for g in ("all", r["part"], f"{r['part']} {r['kind']}"):
+            groups[g].append(r)
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / len(values), 3)
+
+    return {
+        g: {
+            "n": len(rs),
+            "now_leads": mean([r["now"]["leads"] for r in rs]),
+            "past_leads": mean([r["past"]["leads"] for r in rs]),
+            "labelled": mean([min(r["now"]["labelled"], r["past"]["labelled"]) for r in rs]),
+            "held_true": mean([min(r["now"]["held_true"], r["past"]["held_true"]) for r in rs]),
+        }
+        for g, rs in sorted(groups.items())
+    }
+
+
+VARIANTS = {
+    "ramem": RetrievalConfig(),
+    "no-supersession": replace(RetrievalConfig(), supersession=False),
+    "words-only": replace(RetrievalConfig(), state_kind_vectors=None, now_by_default=False),
+    **{
+        f"vectors={t}": replace(RetrievalConfig(), state_kind_vectors=t, now_by_default=True)
+        for t in (0.35, 0.4, 0.45, 0.5, 0.55)
+    },
+    **{
+        f"vectors={t}-asked={a}": replace(
+            RetrievalConfig(), state_kind_vectors=t, asked_state=a, now_by_default=True
+        )
+        for t in (0.3, 0.35, 0.4, 0.45)
+        for a in (0.1, 0.15, 0.2, 0.25)
+    },
+}
+"""The runs: RaMem as configured, without supersession, with the words alone, and with the
+kinds read from vectors at each threshold of the grid (chosen on the choose part)."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    args = parser.parse_args()
+    if not PHRASINGS.exists():
+        print(f"skipped: {PHRASINGS} is missing")
+        return
+    scenarios = json.loads(PHRASINGS.read_text(encoding="utf-8"))["scenarios"]
+    result: dict[str, Any] = {"command": "python benchmarks/bench_states.py", "runs": {}}
+    for name in args.variants.split(","):
+        print(f"{name}:", flush=True)
+        rows = run(VARIANTS[name], scenarios)
+        result["runs"][name] = {"table": table(rows), "rows": rows}
+    for name, entry in result["runs"].items():
+        print(f"\n== {name}")
+        for group, cell in entry["table"].items():
+            if " " in group:
+                continue
+            print(
+                f"{group:8} n={cell['n']:3}  now_leads {cell['now_leads']:.3f}  past_leads "
+                f"{cell['past_leads']:.3f}  labelled {cell['labelled']:.3f}  held_true "
+                f"{cell['held_true']:.3f}"
+            )
+    RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    print(f"wrote {RESULT}")
+
+
+if __name__ == "__main__":
+    main()
