@@ -2,7 +2,7 @@
 
 One command for the retrieval claims of issue 21 (from the repository root)::
 
-    python benchmarks/bench_splits.py --ablate no-ordinals
+    python benchmarks/bench_splits.py --ablate no-fusion
 
 Splits, fixed before any variant was run (issue 21):
 

@@ -134,26 +134,36 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
 VARIANTS = {
     "ramem": RetrievalConfig(),
     "no-supersession": replace(RetrievalConfig(), supersession=False),
-    "words-only": replace(RetrievalConfig(), state_kind_vectors=None, now_by_default=False),
+    "words-only": replace(RetrievalConfig(), state_kind_vectors=None),
     **{
-        f"vectors={t}": replace(RetrievalConfig(), state_kind_vectors=t, now_by_default=True)
-        for t in (0.35, 0.4, 0.45, 0.5, 0.55)
-    },
-    **{
-        f"vectors={t}-asked={a}": replace(
-            RetrievalConfig(), state_kind_vectors=t, asked_state=a, now_by_default=True
-        )
-        for t in (0.3, 0.35, 0.4, 0.45)
-        for a in (0.1, 0.15, 0.2, 0.25)
+        f"kinds={t}": replace(RetrievalConfig(), state_kind_vectors=t)
+        for t in (0.3, 0.35, 0.4, 0.45, 0.5)
     },
 }
-"""The runs: RaMem as configured, without supersession, with the words alone, and with the
-kinds read from vectors at each threshold of the grid (chosen on the choose part)."""
+"""The runs: RaMem as configured, without supersession, with the words alone, with the kinds
+read from vectors at each threshold of the grid (``kinds=``, chosen on the choose half)."""
+
+
+def paired(
+    rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], part_: str
+) -> dict[str, Any]:
+    """``a`` minus ``b`` on one part, per measure, with paired bootstrap 95% intervals."""
+    from ramem_core.evaluation.stats import paired_bootstrap
+
+    out = {}
+    for question, measure in (("now", "leads"), ("past", "leads"), ("now", "labelled")):
+        a = [r[question][measure] for r in rows_a if r["part"] == part_]
+        b = [r[question][measure] for r in rows_b if r["part"] == part_]
+        p = paired_bootstrap(a, b)
+        assert p is not None
+        out[f"{question}_{measure}"] = [round(p.diff, 3), round(p.low, 3), round(p.high, 3)]
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--against", default="words-only", help="paired intervals against")
     args = parser.parse_args()
     if not PHRASINGS.exists():
         print(f"skipped: {PHRASINGS} is missing")
@@ -174,6 +184,15 @@ def main() -> None:
                 f"{cell['past_leads']:.3f}  labelled {cell['labelled']:.3f}  held_true "
                 f"{cell['held_true']:.3f}"
             )
+    base = result["runs"].get(args.against)
+    if base is not None:
+        for name, entry in result["runs"].items():
+            if name == args.against:
+                continue
+            entry["minus_" + args.against] = {
+                p: paired(entry["rows"], base["rows"], p) for p in ("choose", "report")
+            }
+            print(f"{name} minus {args.against}: {entry['minus_' + args.against]}")
     RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {RESULT}")
 

@@ -571,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ablate",
         help="comma-separated: shuffle-context, no-session, no-context-ranking, no-keys, "
         "no-neighbours, no-session-doc, no-window, with-date, no-own, no-speaker, no-when, "
-        "no-slots, no-ordinals, no-fusion, no-supersession, no-restate, "
+        "no-slots, no-fusion, no-supersession, no-restate, "
         "no-second-round, no-context-synthesis",
     )
     p.add_argument("--limit", type=_positive, help="at most this many questions (smoke runs)")

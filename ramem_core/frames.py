@@ -16,7 +16,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ramem_core.anchoring import mentioned_names
-from ramem_core.ordinals import Ordinal, ordinals
 from ramem_core.protocols import LLM, FrameContext
 from ramem_core.states import asks_earlier, asks_now
 from ramem_core.temporal import (
@@ -32,7 +31,6 @@ from ramem_core.temporal import (
 )
 from ramem_core.types import (
     Granularity,
-    MemoryUnit,
     RecallFrame,
     Relation,
     TimeConstraint,
@@ -283,11 +281,6 @@ class RuleFrameInducer:
                         (relation.start(), relation.start("anchor") + len(_anchor_phrase(relation)))
                     )
 
-        for asked in ordinals(query)[:1]:
-            if relation is not None and relation.start() <= asked.start < relation.end():
-                continue  # "after his second tournament": the relation's anchor, handled above
-            times.append(self._ordinal(asked, speakers, context))
-
         found = resolve_all(query, context.now or datetime.min)
         for start, end, text, resolved in found:
             if any(s <= start and end <= e for s, e in removed) or (
@@ -355,69 +348,6 @@ class RuleFrameInducer:
             return TimeConstraint(text, span, False, reason="outside the conversation's dates")
         return TimeConstraint(text, span, True, reason=f"relative to {context.now:%d %B %Y}")
 
-    def _ordinal(
-        self, asked: Ordinal, speakers: tuple[str, ...], context: FrameContext
-    ) -> TimeConstraint:
-        """ "his third tourney": when the third one happened, from the ordinals memory states
-        (:meth:`_order`); grounded when memory states them in a consistent order."""
-        if context.now is None or context.memory_range is None:
-            return TimeConstraint(asked.text, None, False, reason="the memory is empty: no 'now'")
-        window, anchor_id, reason = self._order(asked, speakers, context)
-        grounded = window is not None and window.overlaps(context.memory_range)
-        return TimeConstraint(
-            asked.text, window, grounded, None, asked.text, reason, anchor_id, padded=False
-        )
-
-    @staticmethod
-    def _order(
-        asked: Ordinal, speakers: tuple[str, ...], context: FrameContext
-    ) -> tuple[TimeSpan | None, str | None, str]:
-        """When the ``asked`` ordinal's event happened, and why, from the memories that state
-        ordinals of its kind (said by ``speakers`` when the question names them).
-
-        Each stated ordinal is placed at its memory's event time, else its session, the
-        first time it is stated. A memory stating the asked one places it: its event and its
-        session (the memory's id is returned too). Otherwise it lies between the nearest
-        stated ordinals below and above it, outside both their events and the sessions they
-        were stated in (the one below was the latest when it was said), or between one of
-        them and the memory's first or last moment. Nothing is returned when no memory
-        states one or when the stated ones are out of order.
-        """
-        memory = context.memory_range
-        assert memory is not None
-        placed: dict[int, tuple[TimeSpan, MemoryUnit]] = {}
-        for ordinal, unit in context.memory.stated(asked, speakers):
-            span = unit.context.event_time or unit.context.session_span
-            if span is not None and (
-                ordinal.number not in placed or span.start < placed[ordinal.number][0].start
-            ):
-                placed[ordinal.number] = (span, unit)
-        if not placed:
-            return None, None, f"no memory states which {asked.head} is which"
-        numbers = sorted(placed)
-        starts = [placed[n][0].start for n in numbers]
-        if starts != sorted(starts):
-            return None, None, f"memory states the {asked.head}s out of order"
-        if asked.number in placed:
-            span, unit = placed[asked.number]
-            said = unit.context.session_span or span
-            start, end = min(span.start, said.start), max(span.end, said.end)
-            return TimeSpan(start, end, span.granularity), unit.id, "stated in memory"
-        below = [n for n in numbers if n < asked.number]
-        above = [n for n in numbers if n > asked.number]
-        start, end = memory.start, memory.end
-        if below:
-            span, unit = placed[below[-1]]
-            start = max(span.end, (unit.context.session_span or span).end) + _SECOND
-        if above:
-            span, unit = placed[above[0]]
-            end = min(span.start, (unit.context.session_span or span).start) - _SECOND
-        if end < start:
-            return None, None, f"memory states the {asked.head}s out of order"
-        sides = [f"after the stated #{below[-1]}"] if below else []
-        sides += [f"before the stated #{above[0]}"] if above else []
-        return TimeSpan(start, end, Granularity.DAY), None, " and ".join(sides)
-
     def _relation(
         self, m: re.Match[str], context: FrameContext, speakers: tuple[str, ...] = ()
     ) -> TimeConstraint | None:
@@ -434,12 +364,6 @@ class RuleFrameInducer:
             grounded = self._ground(inner[0][2], inner[0][3].span, inner[0][3].yearless, context)
             anchor = grounded.window if grounded.grounded else None
             source = "time"
-        elif asked := ordinals(anchor_text):
-            # "after his second tournament": the second as memory states it (never a window
-            # between two stated ordinals: a relation to a guess would be a guess)
-            anchor, anchor_id, _ = self._order(asked[0], speakers, context)
-            anchor = anchor if anchor_id is not None else None
-            source = "event found in memory by its ordinal"
         else:
             unit = context.memory.locate(anchor_text)
             anchor = None if unit is None else unit.context.event_time or unit.context.session_span

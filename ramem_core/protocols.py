@@ -5,15 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from ramem_core.types import Conversation, MemoryUnit, RecallFrame, TimeSpan, Version
-
-if TYPE_CHECKING:
-    from ramem_core.ordinals import Ordinal
 
 
 @runtime_checkable
@@ -59,29 +56,16 @@ class MemoryLookup(Protocol):
         the August memory actually covers)."""
         ...
 
-    def stated(
-        self, asked: Ordinal, speakers: Sequence[str] = ()
-    ) -> Sequence[tuple[Ordinal, MemoryUnit]]:
-        """The memories that state an ordinal of the kind ``asked`` counts ("my second
-        tournament" for "the third tourney"), with the ordinal each states; ``speakers``,
-        when not empty, names the people whose statements count."""
-        ...
-
 
 class NoLookup:
     """A :class:`MemoryLookup` of a memory that knows nothing: no anchor is found, every span
-    is covered, nothing is stated (what a frame inducer sees without a memory)."""
+    is covered (what a frame inducer sees without a memory)."""
 
     def locate(self, phrase: str) -> MemoryUnit | None:
         return None
 
     def covers(self, span: TimeSpan) -> bool:
         return True
-
-    def stated(
-        self, asked: Ordinal, speakers: Sequence[str] = ()
-    ) -> Sequence[tuple[Ordinal, MemoryUnit]]:
-        return ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +78,7 @@ class FrameContext:
             ``None`` for an empty memory.
         participants: names known to the memory (speakers and named participants).
         speakers: names of the people who speak in the memory.
-        memory: what the inducer may ask of the memory (anchors, coverage, stated ordinals).
+        memory: what the inducer may ask of the memory (anchors, coverage).
     """
 
     now: datetime | None

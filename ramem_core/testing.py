@@ -21,36 +21,26 @@ import numpy as np
 import numpy.typing as npt
 
 from ramem_core.errors import InvalidInputError, StoreError
-from ramem_core.ordinals import Ordinal
 from ramem_core.protocols import Embedder
 from ramem_core.types import MemoryUnit, TimeSpan, Version
 
 
 class FakeLookup:
     """A :class:`~ramem_core.protocols.MemoryLookup` made of plain functions, for testing a
-    frame inducer without a memory: by default nothing is located, every span is covered and
-    nothing is stated."""
+    frame inducer without a memory: by default nothing is located, every span is covered."""
 
     def __init__(
         self,
         locate: Callable[[str], MemoryUnit | None] = lambda _phrase: None,
         covers: Callable[[TimeSpan], bool] = lambda _span: True,
-        stated: Callable[[Ordinal, Sequence[str]], Sequence[tuple[Ordinal, MemoryUnit]]] = (
-            lambda _asked, _speakers: ()
-        ),
     ) -> None:
-        self._locate, self._covers, self._stated = locate, covers, stated
+        self._locate, self._covers = locate, covers
 
     def locate(self, phrase: str) -> MemoryUnit | None:
         return self._locate(phrase)
 
     def covers(self, span: TimeSpan) -> bool:
         return self._covers(span)
-
-    def stated(
-        self, asked: Ordinal, speakers: Sequence[str] = ()
-    ) -> Sequence[tuple[Ordinal, MemoryUnit]]:
-        return self._stated(asked, speakers)
 
 
 class HashEmbedder:

@@ -231,7 +231,7 @@ class TimeConstraint:
         reason: why it is (not) grounded, for people reading the frame.
         anchor_id: the id of the memory that located the anchor event, if one did.
         padded: retrieval widens the window (a reading of words such as "last week" is
-            approximate); ``False`` for a window read off memories' own times (an ordinal's).
+            approximate); ``False`` for a window read off memories' own times.
     """
 
     text: str

@@ -23,7 +23,7 @@ from ramem_core import (
     Turn,
 )
 from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo
-from ramem_core.retrieval import CONTENT_ONLY
+from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig
 from ramem_core.testing import HashEmbedder, WordCounter
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -47,8 +47,10 @@ def store(tmp_path: Path) -> Iterator[ChromaStore]:
 
 @pytest.fixture
 def memory(store: ChromaStore) -> RaMem:
-    """A RaMem over the fresh store."""
-    return RaMem(store, counter=WordCounter())
+    """A RaMem over the fresh store, its kinds of state read from words alone: the hash
+    embedder has no neighbourhoods for the kinds' prototypes to find (the kinds from vectors
+    are tested with a fake that has some, ``tests/core/test_state_kinds.py``)."""
+    return RaMem(store, counter=WordCounter(), config=RetrievalConfig(state_kind_vectors=None))
 
 
 def ticking_clock(start: datetime = datetime(2023, 9, 1, 10, 0)) -> Callable[[], datetime]:

@@ -35,7 +35,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "ramem_core.anchoring",
             "ramem_core.frames",
-            "ramem_core.ordinals",
             "ramem_core.retrieval",
             "ramem_core.synthesis",
             "ramem_core.embedding",

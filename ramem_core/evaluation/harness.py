@@ -75,7 +75,6 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-speaker": RetrievalConfig(keys=EpisodicKeys(speaker_weight=0.0)),
     "no-when": RetrievalConfig(time_weight=0.0),
     "no-slots": RetrievalConfig(window_slots=0),
-    "no-ordinals": RetrievalConfig(ordinals=False),
     "no-fusion": RetrievalConfig(fusion=None),
     "no-supersession": RetrievalConfig(supersession=False),
     "no-restate": RetrievalConfig(restate_share=None),

@@ -4,7 +4,7 @@
 
 1. :meth:`Retriever.probe` — the question's vector and its cosine with every memory, once.
 2. The frame inducer (stage 2) grounds the question, handed a :class:`lookup.SnapshotLookup`
-   of the same snapshot (anchors, ordinals, coverage); it never calls back.
+   of the same snapshot (anchors, coverage); it never calls back.
 3. :meth:`Retriever.retrieve` — the question's facts (:mod:`.facts`: the frame as
    conditions, :mod:`.conditions`; the content ranking, :mod:`.ranking`, re-ranked by the
    learned fusion, :mod:`.fusion`), then the list passes the config assembles
@@ -84,9 +84,7 @@ class Retriever:
         inner = embedder.inner if isinstance(embedder, RecentQueries) else embedder
         self.passes = pipeline(self.config, inner)
         vectors = self.config.state_kind_vectors
-        self.kind_vectors = (
-            KindVectors(inner, vectors, self.config.asked_state) if vectors is not None else None
-        )
+        self.kind_vectors = KindVectors(inner, vectors) if vectors is not None else None
 
     def pass_named(self, name: str) -> ListPass:
         """The pass of :attr:`passes` called ``name`` (``KeyError`` if the config has none)."""
@@ -155,7 +153,6 @@ class Retriever:
             self.embedder,
             probe,
             min_similarity=cfg.anchor_min_similarity,
-            ordinals=cfg.ordinals,
         )
 
     # ------------------------------------------------------------------ the ranked list

@@ -57,9 +57,6 @@ class RetrievalConfig:
             :data:`~ramem_core.retrieval.fusion.LEARNED_FUSION`, is loaded by name from
             ``ramem_core/_data/fusion.json``) before the validity stage;
             ``None``: the fixed fusion alone.
-        ordinals: let memories that state ordinals ("my second tournament") ground a
-            question about the Nth event of their kind ("his third tourney",
-            :mod:`ramem_core.ordinals`); off, such a question has no time constraint.
         supersession: states that hold until superseded
             (:mod:`ramem_core.retrieval.supersession`): a later statement by the same person
             about the same state supersedes an earlier one; a question about now reads the
@@ -81,13 +78,8 @@ class RetrievalConfig:
         state_kind_vectors: a statement or a question speaks of a kind of state also when its
             vector has this cosine with one of the kind's prototype sentences
             (:mod:`ramem_core.retrieval.kinds`: "two weeks into the new gig at Initech" is about
-            a job); ``None``: the words alone.
-        asked_state: with ``state_kind_vectors``, a statement whose vector has this cosine
-            with a question about a kind of state is one of the state asked about, whatever
-            its words ("Where do I work?": "two weeks into the new gig at Initech").
-        now_by_default: a question that sets no time of its own and asks about a kind of
-            state, not for an earlier value ("When is Dad's party?"), reads the latest
-            statement of each chain first, as a question about now does.
+            a job); ``None``: the words alone. Chosen on the choose half of
+            ``benchmarks/data/state_phrasings.json`` (``benchmarks/bench_states.py``).
         state_candidates: how many of the content ranking's best statements supersession is
             sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
@@ -119,16 +111,13 @@ class RetrievalConfig:
     derived_yield: bool = True
     derived_yield_all: bool = False
     exclude_anchor: bool = False
-    ordinals: bool = True
     fusion: Fusion | None = LEARNED_FUSION
     supersession: bool = True
     state_similarity: float | None = None
     state_kind_similarity: float = 0.2
     state_candidates: int = 50
     restate_share: float | None = 0.6
-    state_kind_vectors: float | None = None
-    asked_state: float | None = None
-    now_by_default: bool = False
+    state_kind_vectors: float | None = 0.3
     members: SecondRound | None = field(default_factory=SecondRound)
 
     def __post_init__(self) -> None:

@@ -5,10 +5,11 @@ work at"; "our place in Oaxaca" says where they live. The words of
 :func:`~ramem_core.states.state_kinds` miss such statements, so a later one never supersedes
 the earlier. Here each kind of state has a few plain prototype sentences, embedded once by the
 memory's own embedder; a statement (or a question) whose vector has a cosine of at least
-``threshold`` with one of a kind's prototypes speaks of that kind. The kinds are those of the
+``threshold`` with one of a kind's prototypes, the nearest of all, and a higher one than with
+every sentence of :data:`NEUTRAL`, speaks of that kind. The kinds are those of the
 words (:data:`~ramem_core.states.KINDS`, the same bits) and a few more (:data:`MORE_KINDS`);
 every kind but an appointment is a lasting state (held until superseded), an appointment
-holds on its date.
+holds on its date, and a statement is one only when it says a time.
 """
 
 from __future__ import annotations
@@ -69,9 +70,19 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
 """Plain sentences of each kind of state, written from the kinds' names alone (no benchmark
 statement was read to write them)."""
 
+NEUTRAL = (
+    "I had a nice day today.",
+    "The weather was lovely this afternoon.",
+    "I watched a good film last night.",
+    "We cooked dinner together.",
+    "I read an interesting book.",
+    "That sounds great, thanks for telling me.",
+)
+"""Everyday sentences that state no lasting state: a statement speaks of a kind only when it
+is nearer that kind's prototypes than all of these (an embedder that finds every sentence
+near every other, or a statement about nothing in particular, names no kind)."""
+
 _BIT = {kind: 1 << i for i, kind in enumerate(ALL_KINDS)}
-ASKED = 1 << 62
-"""The state the question asks about: the bit of the statements near the question itself."""
 LASTING_BITS = sum(bit for kind, bit in _BIT.items() if kind != "appointment")
 
 
@@ -99,22 +110,20 @@ class Kinds:
 
 class KindVectors:
     """The prototypes' vectors (:data:`PROTOTYPES`), embedded once, on first use, by
-    ``embedder``; a vector speaks of a kind when its cosine with one of the kind's prototypes
-    is at least ``threshold``.
+    ``embedder``; a vector speaks of the kind of its nearest prototype when that cosine is at
+    least ``threshold`` and above its cosine with each :data:`NEUTRAL` sentence (one kind per
+    vector: "I moved my dentist appointment" is not also a home).
 
     Args:
         embedder: the memory's embedder.
         threshold: the cosine a statement or a question needs with a kind's prototype.
-        asked: the cosine with the question itself that makes a statement one of the state
-            asked about (:data:`ASKED`), when the question asks about a kind of state;
-            ``None``: never.
     """
 
-    def __init__(self, embedder: Embedder, threshold: float, asked: float | None = None) -> None:
+    def __init__(self, embedder: Embedder, threshold: float) -> None:
         self.embedder = embedder
         self.threshold = threshold
-        self.asked = asked
         self._vectors: npt.NDArray[np.float32] | None = None
+        self._neutral: npt.NDArray[np.float32] | None = None
         self._bits: npt.NDArray[np.int64] = np.array(
             [_BIT[kind] for kind, texts in PROTOTYPES.items() for _ in texts], dtype=np.int64
         )
@@ -123,15 +132,18 @@ class KindVectors:
     def bits(self, vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
         """The kinds each of ``vectors`` speaks of, as bits over :data:`ALL_KINDS`."""
         with self._lock:
-            if self._vectors is None:
+            if self._vectors is None or self._neutral is None:
                 texts = [t for texts in PROTOTYPES.values() for t in texts]
-                self._vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+                both = np.asarray(self.embedder.embed([*texts, *NEUTRAL]), dtype=np.float32)
+                self._vectors, self._neutral = both[: len(texts)], both[len(texts) :]
         if not len(vectors):
             return np.zeros(0, dtype=np.int64)
-        near = (vectors @ self._vectors.T) >= self.threshold
-        found: npt.NDArray[np.int64] = np.bitwise_or.reduce(
-            np.where(near, self._bits[None, :], 0), axis=1
-        )
+        cosines = vectors @ self._vectors.T
+        best = cosines.argmax(axis=1)  # one kind per statement: the nearest prototype's
+        top = cosines[np.arange(len(vectors)), best]
+        neutral = (vectors @ self._neutral.T).max(axis=1)
+        near = (top >= self.threshold) & (top > neutral)
+        found: npt.NDArray[np.int64] = np.where(near, self._bits[best], 0).astype(np.int64)
         return found
 
     def of(
@@ -150,12 +162,9 @@ class KindVectors:
         at = np.asarray(sorted(set(rows)), dtype=np.int64)
         at = at[~snap.derived[at]]
         found = self.bits(snap.vectors[at])
+        # an appointment is a plan with a date: a statement that says no time is none
+        found = np.where(snap.timed[at], found, found & LASTING_BITS)
         lasts = (found & LASTING_BITS) != 0
-        if self.asked is not None and asked:
-            near = (snap.vectors[at] @ query_vector) >= self.asked
-            found = np.where(near, found | ASKED, found)
-            lasts |= near & bool(asked & LASTING_BITS)
-            asked |= ASKED
         bits = words.bits.copy()
         bits[at] |= found
         lasting = words.lasting.copy()

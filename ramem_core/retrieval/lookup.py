@@ -1,5 +1,5 @@
 """What stage 2 may ask of memory while it grounds a question: where an anchor event was
-said, whether memory covers a span, which memories state an ordinal.
+said, whether memory covers a span.
 
 One :class:`SnapshotLookup` is made per question, over the snapshot the ranking will read and
 the question's :class:`~ramem_core.retrieval.ranking.Probe`, and handed to the frame inducer
@@ -9,15 +9,12 @@ or the retriever.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from ramem_core.index.snapshot import Snapshot
-from ramem_core.ordinals import ORDINAL_WORDS, Ordinal, ordinals, same_kind
 from ramem_core.protocols import Embedder
 from ramem_core.retrieval.ranking import Probe
-from ramem_core.types import Kind, MemoryUnit, TimeSpan
+from ramem_core.types import MemoryUnit, TimeSpan
 
 ANCHOR_CANDIDATES = 1000
 """A relation's anchor event is sought among the question's most similar memories (and the
@@ -36,7 +33,6 @@ class SnapshotLookup:
             every memory).
         min_similarity: cosine needed to accept a memory as an anchor
             (:attr:`RetrievalConfig.anchor_min_similarity`).
-        ordinals: whether stated ordinals count (:attr:`RetrievalConfig.ordinals`).
     """
 
     def __init__(
@@ -46,13 +42,11 @@ class SnapshotLookup:
         probe: Probe | None = None,
         *,
         min_similarity: float = 0.35,
-        ordinals: bool = True,
     ) -> None:
         self.snap = snap
         self.embedder = embedder
         self.probe = probe
         self.min_similarity = min_similarity
-        self.ordinals = ordinals
 
     def covers(self, span: TimeSpan) -> bool:
         """True when some memory was said or happened within ``span``."""
@@ -97,23 +91,3 @@ class SnapshotLookup:
         if score <= 0 or place >= 3:
             return None
         return snap.unit(best)
-
-    def stated(
-        self, asked: Ordinal, speakers: Sequence[str] = ()
-    ) -> list[tuple[Ordinal, MemoryUnit]]:
-        """The statements (said by ``speakers``, when given) that state an ordinal of
-        ``asked``'s kind, with the ordinal each states; none when ordinals are off. Only the
-        memories whose words hold an ordinal are read."""
-        snap = self.snap
-        if not self.ordinals or not len(snap):
-            return []
-        people = {name.lower() for name in speakers}
-        found = []
-        for row in np.flatnonzero(snap.index.said_scores(ORDINAL_WORDS) > 0):
-            unit = snap.unit(int(row))
-            if unit.context.kind is not Kind.STATEMENT:
-                continue  # a question or a reply states nothing about the user's events
-            if people and unit.context.speaker.lower() not in people:
-                continue
-            found += [(o, unit) for o in ordinals(unit.content) if same_kind(asked, o)]
-        return found

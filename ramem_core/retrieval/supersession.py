@@ -17,7 +17,7 @@ import numpy as np
 
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.conditions import Conditions
-from ramem_core.retrieval.kinds import ASKED, Kinds
+from ramem_core.retrieval.kinds import Kinds
 from ramem_core.states import asks_value, values
 from ramem_core.temporal import describe
 from ramem_core.types import MemoryUnit, RecallFrame, Supersession, TimeSpan
@@ -197,16 +197,12 @@ def held_through(
         return {}  # only a question about a lasting state reads one over its interval
     now = frame.now or datetime.max
     out: dict[int, str] = {}
-    chained = set(chain).union(*chain.values())
     for row in rows:
         ctx = snap.unit(row).context
         if ctx.session_span is None or not kinds.lasting[row]:
             continue  # a statement of a lasting state (never a question or a reply)
-        shared = asked & int(kinds.bits[row])
-        if not shared:
+        if not asked & int(kinds.bits[row]):
             continue  # a lasting state of another kind than the question asks about
-        if shared == ASKED and row not in chained:
-            continue  # near the question alone: a state only where another replaced it
         began = _began(snap, row, kinds)  # "I moved to Porto last week": held from that week on
         start = began.start if began is not None else ctx.session_span.start
         end = now

@@ -177,7 +177,16 @@ def test_paired_bootstrap_interval() -> None:
         paired_bootstrap([1.0], [1.0, 0.0])
 
 
-def test_longmemeval_harness_uses_user_turns_and_question_date(tmp_path: Path) -> None:
+def test_longmemeval_harness_uses_user_turns_and_question_date(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from ramem_core.evaluation import harness
+
+    # the hash embedder has no neighbourhoods: the kinds of state from its words alone
+    words = replace(harness.SYSTEMS["ramem"], state_kind_vectors=None)
+    monkeypatch.setitem(harness.SYSTEMS, "ramem", words)
     summary = evaluate_longmemeval(
         FIXTURES / "longmemeval_mini.json",
         tmp_path,

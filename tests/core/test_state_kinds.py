@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 
 from ramem_core import RaMem, RetrievalConfig
-from ramem_core.retrieval.kinds import PROTOTYPES, KindVectors
+from ramem_core.retrieval.kinds import NEUTRAL, PROTOTYPES, KindVectors
 from ramem_core.store.chroma import ChromaStore
 from ramem_core.testing import HashEmbedder, WordCounter
 
@@ -34,16 +34,12 @@ class ThemeEmbedder(HashEmbedder):
             lowered = text.lower()
             if text in PROTOTYPES["work"] or any(w in lowered for w in JOB_WORDS):
                 out[i] = 3 * job + own[i]
-            elif "hooli" in lowered:  # a little of a job: near the question, not a prototype
-                out[i] = 0.5 * job + own[i]
             out[i] /= np.linalg.norm(out[i])
         return out
 
 
-WORDS_ONLY = RetrievalConfig()
-IN_OTHER_WORDS = replace(
-    RetrievalConfig(), state_kind_vectors=0.5, asked_state=0.5, now_by_default=True
-)
+WORDS_ONLY = replace(RetrievalConfig(), state_kind_vectors=None)
+IN_OTHER_WORDS = replace(RetrievalConfig(), state_kind_vectors=0.5)
 
 
 def _memory(config: RetrievalConfig, path: Path) -> tuple[RaMem, list[str]]:
@@ -91,45 +87,10 @@ def test_a_past_month_reads_the_job_then_held_and_not_the_later_one(tmp_path: Pa
     assert not any("held through" in s for s in later.satisfied)
 
 
-def test_a_question_with_no_time_of_its_own_asks_about_now(tmp_path: Path) -> None:
-    """now_by_default: "Which accountant employer pays me?" names no time, no "now", no
-    present tense about the asker, and its words lean to the old job."""
-    memory, ids = _memory(IN_OTHER_WORDS, tmp_path)
-    query = "Which accountant employer pays me?"
-    at = datetime(2024, 6, 10)
-    assert _ids(memory, query, at).index(ids[2]) < _ids(memory, query, at).index(ids[0])
-    off = RaMem(
-        memory.store, counter=WordCounter(), config=replace(IN_OTHER_WORDS, now_by_default=False)
-    )
-    assert _ids(off, query, at).index(ids[0]) < _ids(off, query, at).index(ids[2])
-
-
 def test_an_earlier_value_question_keeps_the_old_job_first(tmp_path: Path) -> None:
     memory, ids = _memory(IN_OTHER_WORDS, tmp_path)
     order = _ids(memory, "Where did I work previously?", datetime(2024, 6, 10))
     assert order.index(ids[0]) < order.index(ids[2])
-
-
-def test_a_statement_near_the_question_alone_joins_the_state_asked_about(
-    tmp_path: Path,
-) -> None:
-    """asked_state: "Signed with Hooli" is no job by the prototypes (cosine about 0.4), but
-    near "Where do I work these days?" it is the job asked about, and supersedes Acme."""
-    config = replace(IN_OTHER_WORDS, asked_state=0.3)
-    memory = RaMem(
-        ChromaStore.persistent(tmp_path / "s", ThemeEmbedder()),
-        counter=WordCounter(),
-        config=config,
-    )
-    acme = memory.add_turn("user", "I work at Acme as an accountant.", at=datetime(2024, 3, 4))
-    hooli = memory.add_turn(
-        "user", "Signed with Hooli, day one went well.", at=datetime(2024, 5, 2)
-    )
-    found = memory.recall("Where do I work these days?", 2, at=datetime(2024, 6, 1))
-    assert [e.unit.id for e in found] == [hooli.id, acme.id]
-    assert found[1].superseded is not None
-    never = RaMem(memory.store, counter=WordCounter(), config=replace(config, asked_state=None))
-    assert all(e.superseded is None for e in never.recall("Where do I work these days?", 2))
 
 
 def test_kind_vectors_embed_the_prototypes_once() -> None:
@@ -144,7 +105,7 @@ def test_kind_vectors_embed_the_prototypes_once() -> None:
     vectors = ThemeEmbedder().embed(["I work at Acme.", "Baked bread."])
     first = kinds.bits(vectors)
     kinds.bits(vectors)
-    assert calls == [sum(len(t) for t in PROTOTYPES.values())]
+    assert calls == [sum(len(t) for t in PROTOTYPES.values()) + len(NEUTRAL)]
     assert first[0] != 0
     assert first[1] == 0
 
@@ -163,3 +124,7 @@ def test_during_a_month_is_a_window_not_an_event(
     frame = memory.frame(question, at=datetime(2024, 8, 1), namespace="u")
     grounded = [t.window for t in frame.grounded_times]
     assert [(w.start, w.end) for w in grounded if w is not None] == [window]
+
+
+def test_kinds_from_vectors_are_on_by_default() -> None:
+    assert RetrievalConfig().state_kind_vectors is not None

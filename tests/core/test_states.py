@@ -4,15 +4,27 @@ place, and supersession is derived when read."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
 
 from ramem_core import RaMem, RetrievalConfig
 from ramem_core.states import asks_earlier, asks_now, asks_value, state_kinds, values
+from ramem_core.store.chroma import ChromaStore
 from ramem_core.synthesis import evidence_metadata, validity
 from ramem_core.temporal import describe
+from ramem_core.testing import WordCounter
 
+
+@pytest.fixture
+def memory(store: ChromaStore) -> RaMem:
+    """A RaMem whose kinds of state are its words' alone: the hash embedder has no
+    neighbourhoods for prototypes to find (kinds from vectors: ``test_state_kinds.py``)."""
+    return RaMem(store, counter=WordCounter(), config=WORDS)
+
+
+WORDS = RetrievalConfig(state_kind_vectors=None)
 JAN = datetime(2024, 1, 10, 9)
 JUNE = datetime(2024, 6, 2, 9)
 
@@ -169,7 +181,7 @@ def test_an_appointment_moved_is_superseded_when_said_not_at_its_date(
 
 def test_without_supersession_the_older_statement_ranks_first(memory: RaMem) -> None:
     lisbon, porto = _moved(memory)
-    plain = RaMem(memory.store, config=RetrievalConfig(supersession=False))
+    plain = RaMem(memory.store, config=replace(WORDS, supersession=False))
     ids = [e.unit.id for e in plain.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1))]
     assert ids.index(lisbon) < ids.index(porto)  # what the chain fixes
 
@@ -355,7 +367,7 @@ def test_a_restated_value_reads_latest_first(memory: RaMem) -> None:
 
 def test_without_the_restated_chain_the_earlier_value_ranks_first(memory: RaMem) -> None:
     old, new = _coins(memory)
-    plain = RaMem(memory.store, config=RetrievalConfig(restate_share=None))
+    plain = RaMem(memory.store, config=replace(WORDS, restate_share=None))
     ids = [e.unit.id for e in plain.recall(COINS, k=3, at=datetime(2024, 7, 1))]
     assert ids.index(old) < ids.index(new)  # what the chain fixes
 

@@ -19,18 +19,15 @@ class LatestFirst:
     Args:
         kind_similarity: the cosine two statements of one kind of state need.
         pool: the places it reorders.
-        by_default: a question that sets no time of its own and asks about a kind of state
-            asks about now.
     """
 
     kind_similarity: float
     pool: int
-    by_default: bool = False
     name: str = "latest-first"
 
     def __call__(self, facts: Facts, picks: Picks) -> Picks:
         frame, snap = facts.frame, facts.snap
-        if frame.asks_earlier or not (frame.asks_now or self._by_default(facts)):
+        if not frame.asks_now or frame.asks_earlier:
             return picks
         named = chains(snap, facts.pool, None, self.kind_similarity, facts.kinds)
         successor = successors_for(snap, named, frame.query, frame.now, facts.kinds)
@@ -50,8 +47,3 @@ class LatestFirst:
             out.append(pick)
             placed.add(pick.row)
         return out
-
-    def _by_default(self, facts: Facts) -> bool:
-        """A question that sets no time of its own about a kind of state asks about now."""
-        asked = facts.kinds.asked if facts.kinds is not None else 0
-        return self.by_default and not facts.frame.grounded_times and asked != 0
