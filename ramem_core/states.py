@@ -5,7 +5,7 @@ A *state* is what a person says that stays true until they say otherwise: where 
 their job, an appointment's date, a preference, a count they keep ("I have 25 titles on my
 to-watch list"). A later statement by the same person about the same state supersedes it:
 the earlier one was valid from when it was said until then. Nothing here is stored: the
-retrieval stage derives supersession when it reads (:mod:`ramem_core.retrieval.policies`),
+retrieval stage derives supersession when it reads (:mod:`ramem_core.retrieval.passes`),
 so deleting the later statement restores the earlier one.
 """
 

@@ -1,6 +1,5 @@
-"""The list passes of stage 3 (:mod:`ramem_core.retrieval.policies`): valid memories move
-ahead only inside the relevant pool, a narrow window reaches below it, the anchor's side
-never opens the list."""
+"""The list passes of stage 3 (:mod:`ramem_core.retrieval.passes`): valid memories move
+ahead only inside the relevant pool, and a narrow window reaches below it."""
 
 from __future__ import annotations
 
