@@ -14,11 +14,13 @@ cross-validation on the choose part (LoCoMo folds by conversation, LongMemEval b
 Prints and writes ``benchmarks/results/fit_fusion.json``: the cross-validated figures of the
 fixed and the learned order over the candidates (before the validity stage) for each candidate
 shape (:data:`OWN_GRID`: how many of the best by own content join) and L2, the chosen pair and
-the weights by feature name. It also writes them, with the chosen candidate shape, to
-``ramem_core/_data/fusion.json``, the file :data:`~ramem_core.retrieval.LEARNED_FUSION` is
-loaded from by name (``--from-result`` rewrites that file from the result file without
-refitting). ``--keys ABLATION`` (an ablation of ``harness.ABLATIONS`` that turns episodic
-keys off, such as ``no-session-doc``) fits the same grid with those keys instead and writes
+the weights by feature name. With ``--write`` it also writes them, with the chosen
+candidate shape, to ``ramem_core/_data/fusion.json``, the file
+:data:`~ramem_core.retrieval.LEARNED_FUSION` is loaded from by name (``--from-result``
+rewrites that file from the result file without refitting); since issue 39 the shipped file
+is fitted on all the dev data by ``python benchmarks/audit_ranking.py --refit-fusion``.
+``--keys ABLATION`` (an ablation of ``harness.ABLATIONS`` that turns episodic keys off,
+such as ``no-session-doc``) fits the same grid with those keys instead and writes
 ``benchmarks/results/issue33_refit/fit_fusion_ABLATION.json`` only: the joint refit of issue
 33, whether the fusion makes a key redundant. The report parts are measured with the whole
 pipeline by ``python benchmarks/bench_splits.py --ablate no-fusion``, not here. Skips cleanly
@@ -249,7 +251,8 @@ def main() -> None:
         return
     RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {RESULT}")
-    write_data(result)
+    if "--write" in sys.argv:  # the shipped file: `audit_ranking.py --refit-fusion` fits it
+        write_data(result)
 
 
 if __name__ == "__main__":
