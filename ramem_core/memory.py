@@ -295,6 +295,8 @@ class RaMem:
             "timeout": timeout,
         }
         given = [name for name, value in server_only.items() if value]
+        if port != 8000 or isinstance(port, bool):  # a port only reaches a server
+            given.append("port")
         if client is not None and (path is not None or host is not None or given):
             named = ", ".join(["path"] * (path is not None) + ["host"] * (host is not None) + given)
             msg = f"pass either a ready Chroma client or how to reach one, not both ({named})"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from ramem_core.errors import InvalidInputError
@@ -179,3 +180,46 @@ def check_query(value: object) -> str:
     if isinstance(value, str) and not visible(value):
         raise InvalidInputError("the query is empty")
     return check_text(value, "the query", limit=MAX_QUERY_CHARS)
+
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+"""An HTTP header name (RFC 9110's token)."""
+
+
+def check_server(
+    host: object,
+    port: object,
+    *,
+    ssl: object = False,
+    headers: object = None,
+    tenant: object = None,
+    database: object = None,
+) -> None:
+    """How to reach a Chroma server, checked before any connection: a host name or address
+    (not a URL), a port in 1-65535, ``ssl`` a bool, ``headers`` a mapping of header names to
+    one-line strings, ``tenant`` and ``database`` one-line names when given."""
+    name = check_name(host, "host", limit=253)
+    if "/" in name or any(c.isspace() for c in name):
+        msg = f"host must be a host name or address, not a URL or a path: {host!r}"
+        raise InvalidInputError(msg)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        msg = f"port must be an integer in 1-65535, got {port!r}"
+        raise InvalidInputError(msg)
+    if not isinstance(ssl, bool):
+        msg = f"ssl must be True or False, got {ssl!r}"
+        raise InvalidInputError(msg)
+    if headers is not None:
+        if not isinstance(headers, Mapping):
+            msg = f"headers must map header names to strings, got {type(headers).__name__}"
+            raise InvalidInputError(msg)
+        for header, value in headers.items():
+            if not isinstance(header, str) or not _HEADER_NAME.match(header):
+                raise InvalidInputError(f"headers: {header!r} is not an HTTP header name")
+            if not isinstance(value, str):
+                msg = f"headers: the value of {header!r} must be a string, got {value!r}"
+                raise InvalidInputError(msg)
+            if "\r" in value or "\n" in value or _CONTROL.search(value):
+                raise InvalidInputError(f"headers: the value of {header!r} holds a control")
+    for what, value in (("tenant", tenant), ("database", database)):
+        if value is not None:
+            check_name(value, what, limit=MAX_ID_CHARS)

@@ -27,6 +27,7 @@ from ramem_core.errors import InvalidInputError, RaMemError, StoreError, Uncerta
 from ramem_core.protocols import Embedder
 from ramem_core.store.codec import from_record, to_metadata
 from ramem_core.types import MemoryUnit, Version
+from ramem_core.validation import check_server
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -441,6 +442,7 @@ class ChromaStore:
         import httpx
         from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 
+        check_server(host, port, ssl=ssl, headers=headers, tenant=tenant, database=database)
         _check_snapshot_dir(snapshot_dir)
         where = f"{'https' if ssl else 'http'}://{host}:{port}"
         limits = _timeout(timeout)

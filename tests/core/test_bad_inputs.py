@@ -954,6 +954,11 @@ def _unit_with_id(unit_id: str) -> MemoryUnit:
     return MemoryUnit(unit_id, "Ann: hi", EpisodicContext("s9", "c9", None))
 
 
+def _open(**kwargs: Any) -> Callable[[Ctx], object]:
+    """RaMem.open with ``kwargs`` and the hash embedder (nothing listens anywhere)."""
+    return lambda c: RaMem.open(embedder=HashEmbedder(), **kwargs)
+
+
 def _server(**kwargs: Any) -> Callable[[Ctx], object]:
     """RaMem.open on a server with ``kwargs`` (nothing listens: options are checked first)."""
     return lambda c: RaMem.open(host="127.0.0.1", port=9, embedder=HashEmbedder(), **kwargs)
@@ -1046,6 +1051,24 @@ OPTIONS = [  # issue 31 item 9: settings of the memory and of a server
         I,
         "max_bytes must be a positive integer",
     ),
+    # issue 41: every argument of RaMem.open that reaches httpx or chromadb, checked before
+    # any connection (a raw httpx.InvalidURL and TypeError before)
+    Bad("port a string", _open(host="127.0.0.1", port="abc"), I, "port must be an integer"),
+    Bad("port 0", _open(host="127.0.0.1", port=0), I, "port must be an integer in 1-65535"),
+    Bad("port 70000", _open(host="127.0.0.1", port=70000), I, "port must be an integer"),
+    Bad("port True", _open(host="127.0.0.1", port=True), I, "port must be an integer"),
+    Bad("port without a host", _open(port=9001), I, "port is for a Chroma server"),
+    Bad("host a URL", _open(host="http://127.0.0.1"), I, "not a URL or a path"),
+    Bad("host empty", _open(host=""), I, "host is empty"),
+    Bad("host a number", _open(host=127), I, "host must be a string"),
+    Bad("headers a number value", _server(headers={"x": 1}), I, "must be a string, got 1"),
+    Bad("headers a list", _server(headers=["x"]), I, "headers must map header names"),
+    Bad("headers a bad name", _server(headers={"a b": "v"}), I, "not an HTTP header name"),
+    Bad("headers a newline", _server(headers={"x": "a\nb"}), I, "holds a control"),
+    Bad("ssl a string", _server(ssl="yes"), I, "ssl must be True or False"),
+    Bad("tenant empty", _server(tenant=" "), I, "tenant is empty"),
+    Bad("tenant a number", _server(tenant=5), I, "tenant must be a string"),
+    Bad("database a newline", _server(database="a\nb"), I, "database"),
 ]
 
 GROUPS = {
