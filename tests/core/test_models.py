@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -50,3 +52,40 @@ def test_tiktoken_counter_works_offline() -> None:
     counter = TiktokenCounter()
     assert counter.count("hello world") == 2
     assert counter.count("<|endoftext|>") > 1  # special tokens count as plain text
+
+
+def test_the_shipped_model_file_has_the_pinned_digest() -> None:
+    from ramem_core.embedding import _model_file, check_model
+
+    path = _model_file()
+    assert check_model(path) == path
+
+
+def test_a_tampered_model_file_is_refused_naming_the_file_and_both_digests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    from ramem_core import embedding
+    from ramem_core.errors import ModelUnavailableError
+
+    tampered = tmp_path / "model.onnx"
+    tampered.write_bytes(b"not the model")
+    got = hashlib.sha256(b"not the model").hexdigest()
+    with pytest.raises(ModelUnavailableError) as refused:
+        embedding.check_model(tampered)
+    assert str(tampered) in str(refused.value)
+    assert got in str(refused.value)
+    assert embedding.MODEL_SHA256 in str(refused.value)
+    # the embedder never hands such a file to onnxruntime
+    monkeypatch.setattr(embedding, "_model_file", lambda: tampered)
+    with pytest.raises(ModelUnavailableError, match="SHA-256"):
+        MiniLMEmbedder().embed(["hello"])
+    # a file checked once is checked again when it changes
+    good = tmp_path / "ok.onnx"
+    good.write_bytes(b"v1")
+    digest = hashlib.sha256(b"v1").hexdigest()
+    assert embedding.check_model(good, digest) == good
+    good.write_bytes(b"v2, longer")
+    with pytest.raises(ModelUnavailableError):
+        embedding.check_model(good, digest)
