@@ -62,7 +62,7 @@ from ramem_core.loaders import (
     longmemeval_sessions,
 )
 from ramem_core.retrieval import FUSION_FEATURES, Fusion, RetrievalConfig, Retriever
-from ramem_core.retrieval.fusion import matrix
+from ramem_core.retrieval.fusion import fit_listwise, matrix
 from ramem_core.temporal import parse_timestamp
 from ramem_core.types import Evidence
 
@@ -204,7 +204,6 @@ class Data:
             self.benches["lme"].ingest(harness._namespace(qid), conversation)
             _progress("ingest LongMemEval", n, len(items), started)
         self.questions = locomo + lme
-        self.embedder = RecentQueries(self.benches["lme"].store.embedder)
         self.embedders = {b: RecentQueries(self.benches[b].store.embedder) for b in self.benches}
 
     def snapshot(self, q: Question, keys: EpisodicKeys) -> Snapshot:
@@ -259,45 +258,12 @@ def fusion_candidates(data: Data, keys: EpisodicKeys) -> list[Candidates]:
     return out
 
 
-def _padded(cands: Sequence[Candidates]) -> tuple[npt.NDArray[np.float64], ...]:
-    width = max(len(c.evidence) for c in cands)
-    d = len(FUSION_FEATURES)
-    features = np.zeros((len(cands), width, d))
-    evidence = np.zeros((len(cands), width))
-    mask = np.zeros((len(cands), width), dtype=bool)
-    for i, c in enumerate(cands):
-        n = len(c.evidence)
-        features[i, :n], evidence[i, :n], mask[i, :n] = c.features, c.evidence, True
-    return features, evidence, mask
-
-
-def fit(cands: Sequence[Candidates], l2: float, loss: str, steps: int = 600) -> Any:
-    """``benchmarks/fit_fusion.py``'s listwise softmax fit, vectorised: Adam from the fixed
-    order, the two benchmarks weighted equally."""
-    usable = [c for c in cands if c.evidence.any()]
-    features, evidence, mask = _padded(usable)
-    per = defaultdict(int)
-    for c in usable:
-        per[c.bench] += 1
-    share = np.array([1.0 / (len(per) * per[c.bench]) for c in usable])
-    w = np.zeros(len(FUSION_FEATURES))
-    w[FUSION_FEATURES.index("place")] = 1.0
-    m, v = np.zeros_like(w), np.zeros_like(w)
-    uniform = evidence / evidence.sum(axis=1, keepdims=True)
-    for t in range(1, steps + 1):
-        s = np.where(mask, features @ w, -np.inf)
-        p = np.exp(s - s.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        if loss == "any":
-            target = p * evidence
-            target /= target.sum(axis=1, keepdims=True)
-        else:
-            target = uniform
-        grad = l2 * w + np.einsum("qcd,qc->d", features, share[:, None] * (p - target))
-        m = 0.9 * m + 0.1 * grad
-        v = 0.999 * v + 0.001 * grad * grad
-        w = w - 0.05 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
-    return w
+def fit(cands: Sequence[Candidates], l2: float, loss: str) -> Any:
+    """The learned fusion's weights fitted on ``cands`` (:func:`~ramem_core.retrieval.fusion.
+    fit_listwise`, the fit of ``benchmarks/fit_fusion.py``)."""
+    return fit_listwise(
+        [c.features for c in cands], [c.evidence for c in cands], [c.bench for c in cands], l2, loss
+    )
 
 
 def _fit_score(cands: Sequence[Candidates], w: Any) -> float:

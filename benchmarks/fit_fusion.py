@@ -53,7 +53,7 @@ from ramem_core.loaders import (  # noqa: E402
 )
 from ramem_core.memory import RaMem  # noqa: E402
 from ramem_core.retrieval import FUSION_FEATURES, Fusion, RetrievalConfig  # noqa: E402
-from ramem_core.retrieval.fusion import FUSION_FILE, matrix  # noqa: E402
+from ramem_core.retrieval.fusion import FUSION_FILE, fit_listwise, matrix  # noqa: E402
 from ramem_core.temporal import parse_timestamp  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -136,31 +136,16 @@ def lme_questions(own: int, keys: str | None = None) -> list[Question]:
 def fit(
     questions: list[Question], l2: float, loss: str = "any", steps: int = 600
 ) -> npt.NDArray[np.float64]:
-    """Listwise softmax weights (Adam from the fixed order), benchmarks weighted equally.
-    ``loss``: "any" maximises the softmax mass of the evidence as a whole (one evidence memory
-    on top is enough); "all" the mass of each evidence memory alike (ListNet with a uniform
-    target over the evidence: a multi-hop answer wants every piece up)."""
-    usable = [q for q in questions if q.evidence.any()]
-    per = defaultdict(int)
-    for q in usable:
-        per[q.benchmark] += 1
-    share = np.array([1.0 / (len(per) * per[q.benchmark]) for q in usable])
-    w = np.zeros(len(FUSION_FEATURES))
-    w[PLACE] = 1.0
-    m, v = np.zeros_like(w), np.zeros_like(w)
-    for t in range(1, steps + 1):
-        grad = l2 * w
-        for weight, q in zip(share, usable, strict=True):
-            s = q.features @ w
-            p = np.exp(s - s.max())
-            p /= p.sum()
-            target = p * q.evidence if loss == "any" else q.evidence.astype(np.float64)
-            target /= target.sum()
-            grad += weight * (q.features.T @ (p - target))
-        m = 0.9 * m + 0.1 * grad
-        v = 0.999 * v + 0.001 * grad * grad
-        w -= 0.05 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
-    return w
+    """Listwise softmax weights (:func:`~ramem_core.retrieval.fusion.fit_listwise`), the two
+    benchmarks weighted equally."""
+    return fit_listwise(
+        [q.features for q in questions],
+        [q.evidence for q in questions],
+        [q.benchmark for q in questions],
+        l2,
+        loss,
+        steps,
+    )
 
 
 def measures(questions: list[Question], weights: list[npt.NDArray[np.float64]]) -> dict[str, Any]:

@@ -178,6 +178,53 @@ def fusion_features(
     return out
 
 
+def fit_listwise(
+    features: Sequence[npt.NDArray[np.float64]],
+    evidence: Sequence[npt.NDArray[np.bool_]],
+    groups: Sequence[str],
+    l2: float,
+    loss: str = "any",
+    steps: int = 600,
+) -> npt.NDArray[np.float64]:
+    """Weights of a learned fusion (in :data:`FUSION_FEATURES` order): a listwise softmax over
+    each question's candidates (``features``: one row per candidate; ``evidence``: which are
+    evidence), by Adam from the fixed order (the weight of ``place`` alone), each of
+    ``groups`` (a question's benchmark) weighted equally; questions without evidence are left
+    out. ``loss``: "any" maximises the softmax mass of the evidence as a whole (one evidence
+    memory on top is enough); "all" the mass of each evidence memory alike (ListNet with a
+    uniform target over the evidence)."""
+    used = [i for i, e in enumerate(evidence) if e.any()]
+    width = max(len(evidence[i]) for i in used)
+    x = np.zeros((len(used), width, len(FUSION_FEATURES)))
+    y = np.zeros((len(used), width))
+    mask = np.zeros((len(used), width), dtype=bool)
+    for q, i in enumerate(used):
+        n = len(evidence[i])
+        x[q, :n], y[q, :n], mask[q, :n] = features[i], evidence[i], True
+    counts: dict[str, int] = {}
+    for i in used:
+        counts[groups[i]] = counts.get(groups[i], 0) + 1
+    share = np.array([1.0 / (len(counts) * counts[groups[i]]) for i in used])
+    w = np.zeros(len(FUSION_FEATURES))
+    w[FUSION_FEATURES.index("place")] = 1.0
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    uniform = y / y.sum(axis=1, keepdims=True)
+    for t in range(1, steps + 1):
+        s = np.where(mask, x @ w, -np.inf)
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        if loss == "any":
+            target = p * y
+            target /= target.sum(axis=1, keepdims=True)
+        else:
+            target = uniform
+        grad = l2 * w + np.einsum("qcd,qc->d", x, share[:, None] * (p - target))
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad * grad
+        w = w - 0.05 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    return w
+
+
 def reranked(ranking: Ranking, rows: Sequence[int], learned: Column) -> Ranking:
     """``ranking`` with the memories at ``rows`` reordered by their ``learned`` scores among
     their own fused scores: the places they held are theirs again, best learned first, and

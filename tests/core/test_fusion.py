@@ -137,3 +137,29 @@ def test_features_are_named_columns_one_value_per_candidate(memory: RaMem) -> No
     assert features["own_lexical_long"] == pytest.approx(
         features["own_lexical"] * features["length"]
     )
+
+
+def test_the_listwise_fit_learns_the_feature_that_marks_the_evidence() -> None:
+    """fit_listwise, the fit of the shipped fusion and of the audit's per-fold refits: when
+    one feature marks the evidence, it gains weight and puts the evidence first; questions
+    without evidence are left out."""
+    import numpy as np
+
+    from ramem_core.retrieval.fusion import fit_listwise
+
+    rng = np.random.default_rng(0)
+    marker = FUSION_FEATURES.index("cosine")
+    features, evidence = [], []
+    for _ in range(40):
+        x = rng.standard_normal((20, len(FUSION_FEATURES)))
+        e = np.zeros(20, dtype=bool)
+        e[rng.integers(20)] = True
+        x[e, marker] += 3.0
+        features.append(x)
+        evidence.append(e)
+    features.append(rng.standard_normal((5, len(FUSION_FEATURES))))
+    evidence.append(np.zeros(5, dtype=bool))  # no evidence: not fitted on
+    w = fit_listwise(features, evidence, ["a", "b"] * 20 + ["a"], l2=0.01)
+    assert w[marker] == max(w)
+    first = [int(np.argmax(x @ w)) for x in features[:40]]
+    assert sum(bool(e[i]) for e, i in zip(evidence, first, strict=False)) >= 36
