@@ -304,6 +304,51 @@ def cmd_explain(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _tokens(args: argparse.Namespace) -> dict[str, str]:
+    """token -> namespace: ``--token`` (or ``RAMEM_MCP_TOKEN``) for ``--namespace``, and the
+    JSON object of ``--tokens FILE`` for tokens bound to namespaces of their own."""
+    import json
+    import os
+
+    from ramem_core.store.chroma import check_namespace
+
+    tokens: dict[str, str] = {}
+    if args.tokens:
+        try:
+            bound = json.loads(Path(args.tokens).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InvalidInputError(f"--tokens {args.tokens}: {exc}") from exc
+        if not isinstance(bound, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in bound.items()
+        ):
+            msg = f'--tokens {args.tokens}: expected a JSON object {{"TOKEN": "NAMESPACE"}}'
+            raise InvalidInputError(msg)
+        tokens.update({k: check_namespace(v) for k, v in bound.items()})
+    token = args.token or os.environ.get("RAMEM_MCP_TOKEN")
+    if token:
+        tokens[token] = args.namespace
+    return tokens
+
+
+def cmd_mcp(args: argparse.Namespace, console: Console) -> int:
+    try:
+        from ramem_mcp import serve
+        from ramem_mcp.serving import Address, check_tokens
+    except ImportError as exc:
+        raise RefusedError(str(exc), status=2) from exc
+
+    address = Address.parse(args.http) if args.http else None
+    tokens = _tokens(args)
+    if address is not None:
+        check_tokens(address, tokens)  # before the store is opened
+    elif args.token or args.tokens:
+        raise InvalidInputError("--token and --tokens are for --http: over stdio the host runs it")
+    memory = _open(args)
+    with memory:
+        serve(memory, http=address, tokens=tokens if address is not None else None)
+    return 0
+
+
 def cmd_delete(args: argparse.Namespace, console: Console) -> int:
     targets = [bool(args.ids), bool(args.session or args.conversation), args.all]
     if sum(targets) != 1:
@@ -550,6 +595,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="drop the whole namespace (asks first)")
     p.add_argument("--yes", action="store_true", help="with --all: drop without asking")
     p.set_defaults(func=cmd_delete)
+
+    p = sub.add_parser(
+        "mcp", help="serve the namespace as an MCP server (stdio, or --http)", parents=common
+    )
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="streamable HTTP at http://HOST:PORT/mcp instead of stdio (a token off loopback)",
+    )
+    p.add_argument("--token", help="bearer token for --namespace (or set RAMEM_MCP_TOKEN)")
+    p.add_argument(
+        "--tokens", metavar="FILE", help='JSON {"TOKEN": "NAMESPACE"}: tokens bound to namespaces'
+    )
+    p.set_defaults(func=cmd_mcp)
 
     p = sub.add_parser(
         "eval", help="evaluate on LoCoMo or LongMemEval (report with plots)", parents=common

@@ -45,10 +45,19 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("facade", ("ramem_core.memory", "ramem_core.keyed", "ramem_core.live")),
-    ("apps", ("ramem_core.cli", "ramem_core.evaluation", "ramem_core.testing", "ramem_core")),
+    (
+        "apps",
+        (
+            "ramem_core.cli",
+            "ramem_core.evaluation",
+            "ramem_core.testing",
+            "ramem_core",
+            "ramem_mcp",
+        ),
+    ),
     ("adapters", ("langchain_ramem", "llamaindex_ramem")),
 )
-PACKAGES = ("ramem_core", "langchain_ramem", "llamaindex_ramem")
+PACKAGES = ("ramem_core", "langchain_ramem", "llamaindex_ramem", "ramem_mcp")
 
 
 def layer_of(module: str) -> int | None:

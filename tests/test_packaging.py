@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 
-@pytest.mark.parametrize("package", ["langchain_ramem", "llamaindex_ramem"])
+@pytest.mark.parametrize("package", ["langchain_ramem", "llamaindex_ramem", "ramem_mcp"])
 def test_every_public_name_resolves(package: str) -> None:
     module = __import__(package)
     for name in module.__all__:
@@ -21,6 +21,7 @@ def test_every_public_name_resolves(package: str) -> None:
     [
         ("langchain_ramem", "langchain_core", "ramem[langchain]"),
         ("llamaindex_ramem", "llama_index", "ramem[llamaindex]"),
+        ("ramem_mcp", "mcp", "ramem[mcp]"),
     ],
 )
 def test_missing_extra_names_the_install_command(package: str, framework: str, extra: str) -> None:

@@ -1,0 +1,442 @@
+"""RaMem as an MCP server: ``remember``, ``recall``, ``list``, ``show`` and ``forget`` tools
+and the namespace's memories as resources, over one :class:`~ramem_core.RaMem`.
+
+Every tool answers with the text a model reads and the same fields as structured content.
+Over HTTP a bearer token may be bound to a namespace of its own (:class:`Tokens`); otherwise
+the server's namespace is used.
+"""
+
+# no ``from __future__ import annotations``: the MCP SDK reads the tools' signatures at run time
+
+import hmac
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Annotated, TypeVar
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from ramem_core import RaMem, __version__
+from ramem_core.errors import RaMemError
+from ramem_core.synthesis import dated
+from ramem_core.temporal import describe
+from ramem_core.transfer import said_at
+from ramem_core.types import DEFAULT_K, Evidence, Kind, MemoryUnit, RecallFrame, TimeSpan, utc_now
+from ramem_core.validation import check_moment
+from ramem_mcp import descriptions
+
+T = TypeVar("T")
+
+CONVERSATION = "mcp"
+"""The conversation id live turns remembered through MCP are stored under."""
+
+
+# --------------------------------------------------------------------------- what tools return
+
+
+class Superseded(BaseModel):
+    """The later statement that superseded a memory: valid until then."""
+
+    by: str = Field(description="the superseding memory's id")
+    said_at: str = Field(description="when the superseding statement was said (ISO 8601)")
+    since: str | None = Field(description="when its new state began, if it says (ISO 8601)")
+    content: str
+
+
+class Memory(BaseModel):
+    """A stored memory with its episodic coordinates."""
+
+    id: str
+    speaker: str
+    content: str
+    kind: str = Field(description="statement, question or reply")
+    said_at: str | None = Field(description="when it was said (ISO 8601, UTC)")
+    event: str | None = Field(description="when its event happened, in words, if it says")
+    event_start: str | None = None
+    event_end: str | None = None
+    participants: list[str] = Field(default_factory=list)
+    location: str | None = None
+    conversation_id: str
+    session_id: str
+
+
+class Found(Memory):
+    """A recalled memory, with why it applies to the question."""
+
+    rank: int
+    valid: list[str] = Field(description="the question's conditions it meets")
+    superseded: Superseded | None = Field(
+        default=None, description="a later statement that replaced it"
+    )
+    member: str | None = Field(default=None, description="the member of a set asked about")
+
+
+class FrameTime(BaseModel):
+    """A time the question names, and what it was grounded to."""
+
+    text: str
+    grounded: bool
+    window: str | None
+    start: str | None
+    end: str | None
+    reason: str
+
+
+class Frame(BaseModel):
+    """How the question was read: its moment, times and people."""
+
+    question: str
+    need: str = Field(description="the question without the words that set a condition")
+    now: str | None = Field(description="the moment of asking (ISO 8601, UTC)")
+    times: list[FrameTime]
+    participants: list[str]
+    asks_now: bool
+    asks_earlier: bool
+    asks_when: bool
+
+
+class Recalled(BaseModel):
+    frame: Frame
+    memories: list[Found]
+
+
+class Remembered(BaseModel):
+    id: str
+    said_at: str = Field(description="when it was stored as said (ISO 8601, UTC)")
+
+
+class Page(BaseModel):
+    memories: list[Memory]
+    next_after: str | None = Field(description="pass as `after` for the next page; null at the end")
+
+
+class Forgotten(BaseModel):
+    id: str
+    deleted: int
+
+
+# --------------------------------------------------------------------------- converters
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat(timespec="seconds") if moment is not None else None
+
+
+def _span(span: TimeSpan | None) -> tuple[str | None, str | None, str | None]:
+    if span is None:
+        return None, None, None
+    return describe(span), _iso(span.start), _iso(span.end)
+
+
+def _memory(unit: MemoryUnit) -> dict[str, object]:
+    ctx = unit.context
+    event, start, end = _span(ctx.event_time)
+    return {
+        "id": unit.id,
+        "speaker": ctx.speaker,
+        "content": unit.content,
+        "kind": ctx.kind.value,
+        "said_at": _iso(said_at(unit)),
+        "event": event,
+        "event_start": start,
+        "event_end": end,
+        "participants": list(ctx.participants),
+        "location": ctx.location,
+        "conversation_id": ctx.conversation_id,
+        "session_id": ctx.session_id,
+    }
+
+
+def _found(evidence: Evidence) -> Found:
+    later = evidence.superseded
+    superseded = None
+    if later is not None:
+        since = _iso(later.since.start) if later.since is not None else None
+        superseded = Superseded(
+            by=later.by, said_at=_iso(later.on) or "", since=since, content=later.content
+        )
+    return Found(
+        **_memory(evidence.unit),  # type: ignore[arg-type]
+        rank=evidence.rank,
+        valid=list(evidence.satisfied),
+        superseded=superseded,
+        member=evidence.member.word if evidence.member is not None else None,
+    )
+
+
+def _frame(frame: RecallFrame) -> Frame:
+    times = []
+    for t in frame.times:
+        window, start, end = _span(t.window)
+        times.append(
+            FrameTime(
+                text=t.text,
+                grounded=t.grounded,
+                window=window,
+                start=start,
+                end=end,
+                reason=t.reason,
+            )
+        )
+    return Frame(
+        question=frame.query,
+        need=frame.need,
+        now=_iso(frame.now),
+        times=times,
+        participants=list(frame.participants),
+        asks_now=frame.asks_now,
+        asks_earlier=frame.asks_earlier,
+        asks_when=frame.asks_when,
+    )
+
+
+def _line(memory: Memory) -> str:
+    event = f", event {memory.event}" if memory.event else ""
+    return f"{memory.id} (said {memory.said_at or '?'}{event}) {memory.content}"
+
+
+def _result(text: str, value: BaseModel) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=value.model_dump(mode="json"),
+    )
+
+
+def parse_moment(value: str | None, what: str, clock: Callable[[], datetime]) -> datetime:
+    """``value`` (ISO 8601; ``Z`` or an offset converted to UTC) as RaMem's naive UTC time;
+    the clock when ``None``.
+
+    Raises:
+        ToolError: not an ISO 8601 time, or outside the years RaMem accepts.
+    """
+    if value is None:
+        return clock()
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"  # Python 3.10's fromisoformat does not read "Z"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        msg = f"{what} must be an ISO 8601 time such as 2024-05-28T09:30:00Z, got {value!r}"
+        raise ToolError(msg) from None
+    return _checked(lambda: check_moment(moment, what))
+
+
+def _checked(call: Callable[[], T]) -> T:
+    """``call()``, with RaMem's errors as tool errors (the model reads the message)."""
+    try:
+        return call()
+    except RaMemError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+class Tokens:
+    """Bearer tokens, each bound to the namespace it may read and write: the SDK's
+    ``TokenVerifier`` for a fixed set of tokens (compared in constant time)."""
+
+    def __init__(self, namespaces: Mapping[str, str]) -> None:
+        if not namespaces:
+            raise ValueError("Tokens needs at least one token")
+        self._namespaces = dict(namespaces)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        for known, namespace in self._namespaces.items():
+            if hmac.compare_digest(token.encode(), known.encode()):
+                return AccessToken(token=token, client_id=namespace, scopes=[])
+        return None
+
+
+# --------------------------------------------------------------------------- the server
+
+Question = Annotated[str, Field(description="the question, in the user's words", min_length=1)]
+Moment = Annotated[
+    str | None,
+    Field(description="ISO 8601 time, e.g. 2024-06-10T09:00:00Z; now when left out"),
+]
+
+
+class Tools:
+    """The tools of one server: one memory, its default namespace and a clock."""
+
+    def __init__(
+        self, memory: RaMem, namespace: str, clock: Callable[[], datetime] = utc_now
+    ) -> None:
+        self.memory = memory
+        self.namespace = namespace
+        self.clock = clock
+
+    def _ns(self) -> str:
+        """The namespace of this request: the token's over HTTP, else the server's."""
+        token = get_access_token()
+        return token.client_id if token is not None else self.namespace
+
+    def remember(
+        self,
+        speaker: Annotated[
+            str, Field(description="who said it, e.g. 'user' or their name", min_length=1)
+        ],
+        text: Annotated[str, Field(description="the message, as said", min_length=1)],
+        at: Annotated[
+            str | None,
+            Field(description="when it was said, ISO 8601 (e.g. 2024-05-28T09:30:00Z); now"),
+        ] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description="a key that makes a retry store the message once")
+        ] = None,
+    ) -> Annotated[CallToolResult, Remembered]:
+        moment = parse_moment(at, "at", self.clock)
+        kind = Kind.QUESTION if text.rstrip().endswith("?") else None
+        unit = _checked(
+            lambda: self.memory.add_turn(
+                speaker,
+                text,
+                at=moment,
+                conversation_id=CONVERSATION,
+                namespace=self._ns(),
+                kind=kind,
+                idempotency_key=idempotency_key,
+            )
+        )
+        said = _iso(said_at(unit)) or _iso(moment) or ""
+        return _result(f"Remembered {unit.id} (said {said}).", Remembered(id=unit.id, said_at=said))
+
+    def recall(
+        self,
+        question: Question,
+        k: Annotated[int, Field(description="how many memories", ge=1, le=50)] = DEFAULT_K,
+        at: Moment = None,
+    ) -> Annotated[CallToolResult, Recalled]:
+        moment = parse_moment(at, "at", self.clock)
+        ns = self._ns()
+        found = _checked(lambda: self.memory.recall(question, k=k, at=moment, namespace=ns))
+        value = Recalled(frame=_frame(found.frame), memories=[_found(e) for e in found])
+        block = dated(self.memory.format(found))
+        return _result(block or f"No memories match {question!r}.", value)
+
+    def list(
+        self,
+        limit: Annotated[int, Field(description="memories per page", ge=1, le=200)] = 20,
+        after: Annotated[str | None, Field(description="the last id of the previous page")] = None,
+        session_id: Annotated[str | None, Field(description="only this session's")] = None,
+    ) -> Annotated[CallToolResult, Page]:
+        ns = self._ns()
+        units = _checked(
+            lambda: self.memory.memories(
+                namespace=ns, session_id=session_id, limit=limit, after=after
+            )
+        )
+        page = Page(
+            memories=[Memory(**_memory(u)) for u in units],  # type: ignore[arg-type]
+            next_after=units[-1].id if len(units) == limit else None,
+        )
+        lines = [_line(m) for m in page.memories] or ["No memories."]
+        if page.next_after:
+            lines.append(f"More: call list with after={page.next_after!r}.")
+        return _result("\n".join(lines), page)
+
+    def _unit(self, memory_id: str) -> MemoryUnit:
+        ns = self._ns()
+        unit = _checked(lambda: self.memory.memory(memory_id, namespace=ns))
+        if unit is None:
+            msg = f"no memory with id {memory_id!r} in namespace {ns!r}"
+            raise ToolError(msg)
+        return unit
+
+    def show(
+        self,
+        id: Annotated[str, Field(description="the memory's id", min_length=1)],  # noqa: A002
+    ) -> Annotated[CallToolResult, Memory]:
+        memory = Memory(**_memory(self._unit(id)))  # type: ignore[arg-type]
+        return _result(_line(memory), memory)
+
+    def forget(
+        self,
+        id: Annotated[str, Field(description="the memory's id", min_length=1)],  # noqa: A002
+    ) -> Annotated[CallToolResult, Forgotten]:
+        unit = self._unit(id)  # an id that matches nothing is an error
+        ns = self._ns()
+        deleted = _checked(lambda: self.memory.delete(unit_ids=[unit.id], namespace=ns))
+        return _result(f"Forgot {id}.", Forgotten(id=id, deleted=deleted))
+
+    def memories(self) -> str:
+        units = self.memory.memories(namespace=self._ns(), limit=50)
+        return json.dumps([_memory(u) for u in units], ensure_ascii=False)
+
+    def one(self, memory_id: str) -> str:
+        try:
+            unit = self._unit(memory_id)
+        except ToolError as exc:
+            from mcp.server.mcpserver.exceptions import ResourceError
+
+            raise ResourceError(str(exc)) from None
+        return json.dumps(_memory(unit), ensure_ascii=False)
+
+
+def build_server(
+    memory: RaMem,
+    *,
+    namespace: str | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    tokens: Mapping[str, str] | None = None,
+    url: str | None = None,
+) -> MCPServer:
+    """An MCP server over ``memory``.
+
+    Args:
+        memory: the memory it serves.
+        namespace: the namespace of requests without a token (default: the memory's).
+        clock: "now", for a message or a question without ``at`` (naive UTC).
+        tokens: for HTTP, token -> the namespace it is bound to; requests without one of
+            these tokens are refused.
+        url: the server's own URL (``http://host:port``), needed with ``tokens``.
+    """
+    tools = Tools(memory, namespace or memory.namespace, clock)
+    auth, verifier = None, None
+    if tokens:
+        if url is None:
+            raise ValueError("tokens need the server's url")
+        verifier = Tokens(tokens)
+        auth = AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp")  # type: ignore[arg-type]
+    server: MCPServer = MCPServer(
+        "ramem",
+        title="RaMem memory",
+        instructions=descriptions.INSTRUCTIONS,
+        version=__version__,
+        token_verifier=verifier,
+        auth=auth,
+    )
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    for fn, text, hints in (
+        (tools.remember, descriptions.REMEMBER, ToolAnnotations(open_world_hint=False)),
+        (tools.recall, descriptions.RECALL, reads),
+        (tools.list, descriptions.LIST, reads),
+        (tools.show, descriptions.SHOW, reads),
+        (
+            tools.forget,
+            descriptions.FORGET,
+            ToolAnnotations(destructive_hint=True, open_world_hint=False),
+        ),
+    ):
+        server.add_tool(fn, name=fn.__name__, description=text, annotations=hints)
+    server.resource(
+        "ramem://memories",
+        name="memories",
+        description=descriptions.MEMORIES,
+        mime_type="application/json",
+    )(tools.memories)
+    server.resource(
+        "ramem://memories/{memory_id}",
+        name="memory",
+        description=descriptions.MEMORY,
+        mime_type="application/json",
+    )(tools.one)
+    return server

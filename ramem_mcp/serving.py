@@ -1,0 +1,102 @@
+"""Running the MCP server: stdio, or streamable HTTP with bearer tokens off the loopback."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ramem_core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ramem_core import RaMem
+
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """Where the HTTP server listens."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Address:
+        """``HOST:PORT`` (``[::1]:8000`` for IPv6).
+
+        Raises:
+            InvalidInputError: no port, or a port outside 1-65535.
+        """
+        host, sep, port = text.rpartition(":")
+        host = host.strip("[]")
+        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            msg = f"--http needs HOST:PORT with a port 1-65535, e.g. 127.0.0.1:8765; got {text!r}"
+            raise InvalidInputError(msg)
+        return cls(host, int(port))
+
+    @property
+    def loopback(self) -> bool:
+        """Only this machine can reach it."""
+        if self.host in LOOPBACK_NAMES:
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def check_tokens(address: Address, tokens: Mapping[str, str]) -> None:
+    """Refuse to serve beyond the loopback without a token, and refuse weak tokens.
+
+    Raises:
+        InvalidInputError: a non-loopback address without tokens; a token shorter than 16
+            characters, or with whitespace.
+    """
+    if not tokens and not address.loopback:
+        msg = (
+            f"refusing to serve memory on {address.host} without a bearer token: pass --token "
+            "or set RAMEM_MCP_TOKEN (or listen on 127.0.0.1)"
+        )
+        raise InvalidInputError(msg)
+    for token, namespace in tokens.items():
+        if len(token) < 16 or any(c.isspace() for c in token):
+            msg = f"the token for namespace {namespace!r} must be 16+ characters with no spaces"
+            raise InvalidInputError(msg)
+
+
+def serve(
+    memory: RaMem,
+    *,
+    namespace: str | None = None,
+    http: Address | None = None,
+    tokens: Mapping[str, str] | None = None,
+) -> None:
+    """Serve ``memory`` over MCP until interrupted: stdio, or streamable HTTP at ``http``.
+
+    Args:
+        memory: the memory to serve.
+        namespace: what requests without a bound token read and write (the memory's own).
+        http: listen here over streamable HTTP (path ``/mcp``) instead of stdio.
+        tokens: token -> namespace; HTTP requests must carry one as ``Authorization: Bearer``.
+
+    Raises:
+        InvalidInputError: see :func:`check_tokens`; tokens over stdio.
+    """
+    from ramem_mcp.server import build_server
+
+    tokens = dict(tokens or {})
+    if http is None:
+        if tokens:
+            raise InvalidInputError("tokens are for --http; stdio is the host's own process")
+        build_server(memory, namespace=namespace).run("stdio")
+        return
+    check_tokens(http, tokens)
+    server = build_server(memory, namespace=namespace, tokens=tokens or None, url=http.url)
+    server.run("streamable-http", host=http.host, port=http.port)

@@ -1,0 +1,222 @@
+"""``ramem mcp`` as a separate process, driven by real clients: the Python SDK's
+``ClientSession`` over stdio and over streamable HTTP with tokens, the TypeScript SDK's client,
+and a LangChain agent through langchain-mcp-adapters (the server loads the real model)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parents[2]
+TS = ROOT / "tests" / "mcp" / "ts"
+PY1 = ROOT / ".mcp-clients" / "py1"
+
+
+def ramem() -> str:
+    """The ``ramem`` console script of this environment."""
+    script = Path(sys.executable).with_name("ramem")
+    assert script.is_file(), f"no ramem script beside {sys.executable}: pip install -e ."
+    return str(script)
+
+
+@pytest.fixture(scope="session")
+def clients() -> None:
+    """The clients tests/mcp/install_clients.sh installs, installed when missing."""
+    if not (TS / "node_modules").is_dir() or not PY1.is_dir():
+        subprocess.run(
+            ["bash", str(ROOT / "tests" / "mcp" / "install_clients.sh")],
+            env={**os.environ, "PYTHON": sys.executable},
+            capture_output=True,
+            timeout=600,
+            check=False,
+        )
+
+
+def structured(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def test_the_python_sdks_client_over_stdio(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=ramem(), args=["mcp", "--path", str(tmp_path), "--namespace", "py"]
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name for t in (await session.list_tools()).tools}
+        assert tools == {"remember", "recall", "list", "show", "forget"}
+        said = {"speaker": "user", "text": "I live in Lisbon", "at": "2024-04-10T09:00:00Z"}
+        lisbon = structured(await session.call_tool("remember", said))
+        moved = {"speaker": "user", "text": "I moved to Porto last week"}
+        await session.call_tool("remember", {**moved, "at": "2024-05-28T09:00:00Z"})
+        bad = await session.call_tool("remember", {**moved, "at": "28/05/2024"})
+        assert bad.is_error
+        assert "ISO 8601" in bad.content[0].text  # type: ignore[union-attr]
+
+        now = structured(
+            await session.call_tool(
+                "recall", {"question": "Where do I live now?", "at": "2024-06-10T09:00:00Z"}
+            )
+        )
+        assert "Porto" in now["memories"][0]["content"]
+        assert now["memories"][0]["said_at"] == "2024-05-28T09:00:00"
+        april = structured(
+            await session.call_tool(
+                "recall", {"question": "Where did I live in April?", "at": "2024-08-01T09:00:00Z"}
+            )
+        )
+        assert april["memories"][0]["id"] == lisbon["id"]
+        assert april["memories"][0]["said_at"] == "2024-04-10T09:00:00"
+        page = structured(await session.call_tool("list", {}))
+        assert len(page["memories"]) == 2  # the bad time stored nothing
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    """``ramem mcp --http`` on a free loopback port: the token of namespace "me" from the
+    environment, and the tokens file binding another to namespace "bob"."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"bob-token-0123456789": "bob"}))
+    port = free_port()
+    command = [ramem(), "mcp", "--path", str(tmp_path / "m"), "--namespace", "me"]
+    process = subprocess.Popen(
+        [*command, "--http", f"127.0.0.1:{port}", "--tokens", str(tokens)],
+        env={**os.environ, "RAMEM_MCP_TOKEN": "me-token-0123456789"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(300):
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, "the server exited"
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def over_http(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return structured(await session.call_tool(tool, arguments))
+
+
+async def test_over_http_each_token_reads_its_own_namespace(http_server: str) -> None:
+    refused = httpx.post(http_server, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert refused.status_code == 401
+    wrong = httpx.post(
+        http_server,
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        headers={"Authorization": "Bearer not-the-token-at-all"},
+    )
+    assert wrong.status_code == 401
+
+    said = {"speaker": "user", "text": "I live in Lisbon", "at": "2024-04-10T09:00:00Z"}
+    await over_http(http_server, "me-token-0123456789", "remember", said)
+    mine = await over_http(http_server, "me-token-0123456789", "list", {})
+    bobs = await over_http(http_server, "bob-token-0123456789", "list", {})
+    assert [m["content"] for m in mine["memories"]] == ["user: I live in Lisbon"]
+    assert bobs["memories"] == []
+
+
+def test_off_the_loopback_it_refuses_to_start_without_a_token(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [ramem(), "mcp", "--path", str(tmp_path), "--http", "0.0.0.0:8765"],
+        env={k: v for k, v in os.environ.items() if k != "RAMEM_MCP_TOKEN"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "without a bearer token" in done.stderr
+    assert not (tmp_path / "chroma.sqlite3").exists()  # refused before opening anything
+
+
+@pytest.mark.usefixtures("clients")
+def test_the_typescript_sdks_client(tmp_path: Path) -> None:
+    if shutil.which("node") is None or not (TS / "node_modules").is_dir():
+        pytest.skip("no Node or @modelcontextprotocol/sdk (npm unreachable): see install_clients")
+    done = subprocess.run(
+        ["node", str(TS / "client.mjs"), sys.executable, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    seen = json.loads(done.stdout)
+    assert seen["server"]["name"] == "ramem"
+    schemas = {t["name"]: t["inputSchema"] for t in seen["tools"]}
+    assert schemas["remember"]["required"] == ["speaker", "text"]
+    assert schemas["recall"]["required"] == ["question"]
+    porto = seen["porto"]["structured"]
+    assert porto["said_at"] == "2024-05-28T16:30:00"  # 18:30 at +02:00, stored as UTC
+    assert seen["portoAgain"]["structured"]["id"] == porto["id"]  # the same key: stored once
+    assert seen["badTime"]["isError"]
+    assert "ISO 8601" in seen["badTime"]["text"]
+
+    now = seen["now"]["structured"]
+    assert now["frame"]["now"] == "2024-06-10T09:00:00"
+    assert now["memories"][0]["id"] == porto["id"]
+    assert "superseded" in seen["now"]["text"]
+    april = seen["april"]["structured"]
+    assert april["memories"][0]["id"] == seen["lisbon"]["structured"]["id"]
+    assert april["memories"][0]["said_at"] == "2024-04-10T09:00:00"
+    assert len(seen["page"]["structured"]["memories"]) == 2
+
+
+@pytest.mark.usefixtures("clients")
+def test_a_langchain_agent_uses_ramem_through_langchain_mcp_adapters(tmp_path: Path) -> None:
+    if not (PY1 / "langchain_mcp_adapters").is_dir():
+        pytest.skip("langchain-mcp-adapters could not be installed: see install_clients")
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("lc_agent.py")), ramem(), str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": str(PY1)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["tools"] == ["forget", "list", "recall", "remember", "show"]
+    remembered, _, recalled = seen["results"]
+    assert remembered["structured"]["said_at"] == "2024-04-10T09:00:00"
+    assert recalled["status"] == "success"
+    assert "Porto" in recalled["structured"]["memories"][0]["content"]
+    # what the model read back: the memories with when they were said and what superseded
+    assert any("Asked on: Monday 10 June 2024" in text for text in seen["model_saw"])
+    assert any("superseded" in text for text in seen["model_saw"])
+    assert seen["answer"] == "You live in Porto."

@@ -1,0 +1,244 @@
+"""``ramem mcp``'s tools and resources through the MCP SDK's own client, in process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from ramem_core import RaMem
+from ramem_core.errors import InvalidInputError
+from ramem_mcp import build_server
+from ramem_mcp.serving import Address, check_tokens
+
+NOW = datetime(2024, 6, 10, 9, 0)
+
+
+@asynccontextmanager
+async def served(memory: RaMem) -> AsyncIterator[Client]:
+    """The SDK's client, connected in process to a server over ``memory`` (namespace "me")."""
+    async with Client(build_server(memory, namespace="me", clock=lambda: NOW)) as connected:
+        yield connected
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> Any:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return result
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def lisbon_then_porto(client: Client) -> None:
+    await call(client, "remember", speaker="user", text="I live in Lisbon", at="2024-04-10T10:00Z")
+    await call(
+        client,
+        "remember",
+        speaker="user",
+        text="I moved to Porto last week",
+        at="2024-05-28T12:00:00+02:00",  # an offset: stored as 10:00 UTC
+    )
+
+
+async def test_the_tools_and_their_schemas(memory: RaMem) -> None:
+    async with served(memory) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert sorted(tools) == ["forget", "list", "recall", "remember", "show"]
+        remember = tools["remember"].input_schema
+        assert remember["required"] == ["speaker", "text"]
+        assert set(remember["properties"]) == {"speaker", "text", "at", "idempotency_key"}
+        recall = tools["recall"].input_schema
+        assert recall["required"] == ["question"]
+        assert recall["properties"]["k"]["type"] == "integer"
+        assert recall["properties"]["k"]["minimum"] == 1
+        assert {"type": "string"} in remember["properties"]["at"]["anyOf"]
+        assert set(tools["list"].input_schema["properties"]) == {"limit", "after", "session_id"}
+        for name in ("show", "forget"):
+            assert tools[name].input_schema["required"] == ["id"]
+        # structured results: the schema a client validates them by
+        found = tools["recall"].output_schema
+        assert found is not None
+        assert set(found["properties"]) == {"frame", "memories"}
+        assert "superseded" in found["$defs"]["Found"]["properties"]
+        for tool in tools.values():  # written for a model: what it returns, when to call it
+            assert tool.description is not None
+            assert len(tool.description) > 40
+        assert tools["forget"].annotations is not None
+        assert tools["forget"].annotations.destructive_hint is True
+
+
+async def test_recall_reads_the_moment_of_asking(memory: RaMem) -> None:
+    async with served(memory) as client:
+        await lisbon_then_porto(client)
+        now = await call(client, "recall", question="Where do I live now?", at="2024-06-10T09:00Z")
+        found = now.structured_content
+        assert found["frame"]["now"] == "2024-06-10T09:00:00"
+        first, second = found["memories"][:2]
+        assert "Porto" in first["content"]
+        assert first["said_at"] == "2024-05-28T10:00:00"
+        assert first["event_start"] == "2024-05-20T00:00:00"  # "last week", read against 28 May
+        assert "Lisbon" in second["content"]
+        assert second["superseded"]["by"] == first["id"]
+        text = now.content[0].text
+        assert text.startswith("Asked on: Monday 10 June 2024")
+        assert "superseded" in text  # the model reads why Lisbon no longer holds
+
+        april = await call(client, "recall", question="Where did I live in April?", at="2024-08-01")
+        found = april.structured_content
+        assert found["frame"]["now"] == "2024-08-01T00:00:00"
+        assert [t["grounded"] for t in found["frame"]["times"]] == [True]
+        assert "Lisbon" in found["memories"][0]["content"]
+        assert found["memories"][0]["said_at"] == "2024-04-10T10:00:00"
+        assert memory.count(namespace="me") == 2
+
+
+async def test_without_at_now_is_the_servers_clock(memory: RaMem) -> None:
+    async with served(memory) as client:
+        stored = await call(client, "remember", speaker="user", text="I adopted a cat yesterday")
+        assert stored.structured_content["said_at"] == NOW.isoformat()
+        shown = await call(client, "show", id=stored.structured_content["id"])
+        assert shown.structured_content["event_start"] == "2024-06-09T00:00:00"
+        found = await call(client, "recall", question="Did I adopt a pet?")
+        assert found.structured_content["frame"]["now"] == NOW.isoformat()
+
+
+async def test_a_retry_with_the_same_key_stores_once(memory: RaMem) -> None:
+    async with served(memory) as client:
+        said = {"speaker": "user", "text": "My sister is called Ana", "at": "2024-05-01T08:00Z"}
+        first = await call(client, "remember", **said, idempotency_key="msg-7")
+        again = await call(client, "remember", **said, idempotency_key="msg-7")
+        assert again.structured_content["id"] == first.structured_content["id"]
+        assert memory.count(namespace="me") == 1
+        await call(client, "remember", **said, idempotency_key="msg-8")
+        assert memory.count(namespace="me") == 2
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"at": "next Tuesday"}, "ISO 8601"),
+        ({"at": "2024-13-01T00:00"}, "ISO 8601"),
+        ({"at": "1200-01-01T00:00"}, "lies outside"),
+        ({"text": ""}, "text"),
+        ({"speaker": "two\nlines"}, "speaker"),
+        ({"text": 42}, "text"),
+        ({"idempotency_key": ""}, "idempotency_key"),
+    ],
+)
+async def test_a_bad_remember_is_refused_and_stores_nothing(
+    memory: RaMem, arguments: dict[str, Any], message: str
+) -> None:
+    async with served(memory) as client:
+        await call(client, "remember", speaker="user", text="I live in Lisbon", at="2024-04-10")
+        said = {"speaker": "user", "text": "I moved to Porto", **arguments}
+        assert message in await refused(client, "remember", **said)
+        assert memory.count(namespace="me") == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("recall", {"question": "Where?", "at": "yesterday"}, "ISO 8601"),
+        ("recall", {"question": "", "at": "2024-06-10"}, "question"),
+        ("recall", {"question": "Where?", "k": 0}, "k"),
+        ("list", {"limit": 0}, "limit"),
+        ("list", {"after": "no-such-id"}, "no-such-id"),
+        ("show", {"id": "no-such-id"}, "no memory with id 'no-such-id'"),
+        ("forget", {"id": "no-such-id"}, "no memory with id 'no-such-id'"),
+    ],
+)
+async def test_bad_arguments_get_a_tool_error_naming_the_problem(
+    memory: RaMem, tool: str, arguments: dict[str, Any], message: str
+) -> None:
+    async with served(memory) as client:
+        await call(client, "remember", speaker="user", text="I live in Lisbon", at="2024-04-10")
+        assert message in await refused(client, tool, **arguments)
+
+
+async def test_list_pages_newest_first_show_and_forget(memory: RaMem) -> None:
+    async with served(memory) as client:
+        for day, text in enumerate(["I live in Lisbon", "I like figs", "I run on Sundays"], 1):
+            await call(client, "remember", speaker="user", text=text, at=f"2024-04-0{day}T10:00Z")
+        page = (await call(client, "list", limit=2)).structured_content
+        assert [m["content"] for m in page["memories"]] == [
+            "user: I run on Sundays",
+            "user: I like figs",
+        ]
+        rest = (await call(client, "list", limit=2, after=page["next_after"])).structured_content
+        assert [m["content"] for m in rest["memories"]] == ["user: I live in Lisbon"]
+        assert rest["next_after"] is None
+
+        figs = page["memories"][1]["id"]
+        shown = await call(client, "show", id=figs)
+        assert shown.structured_content["said_at"] == "2024-04-02T10:00:00"
+        assert figs in shown.content[0].text
+        gone = await call(client, "forget", id=figs)
+        assert gone.structured_content == {"id": figs, "deleted": 1}
+        assert memory.count(namespace="me") == 2
+        assert "no memory" in await refused(client, "forget", id=figs)  # gone for good
+
+
+async def test_the_namespaces_memories_are_resources(memory: RaMem) -> None:
+    async with served(memory) as client:
+        await lisbon_then_porto(client)
+        listed = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert listed == ["ramem://memories"]
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["ramem://memories/{memory_id}"]
+        read = await client.read_resource("ramem://memories")
+        memories = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+        assert [m["content"] for m in memories] == [
+            "user: I moved to Porto last week",
+            "user: I live in Lisbon",
+        ]
+        one = await client.read_resource(f"ramem://memories/{memories[1]['id']}")
+        assert json.loads(one.contents[0].text)["said_at"] == "2024-04-10T10:00:00"  # type: ignore[union-attr]
+
+
+async def test_only_the_servers_namespace_is_served(memory: RaMem) -> None:
+    from datetime import datetime as dt
+
+    memory.add_turn("user", "I live in Oslo", at=dt(2024, 1, 1), namespace="other")
+    async with Client(build_server(memory, namespace="me")) as client:
+        page = (await call(client, "list")).structured_content
+    assert page["memories"] == []
+
+
+@pytest.mark.parametrize(
+    ("address", "tokens", "loopback"),
+    [
+        ("127.0.0.1:8765", {}, True),
+        ("localhost:8765", {}, True),
+        ("[::1]:8765", {}, True),
+        ("0.0.0.0:8765", {"a-long-enough-token-1": "me"}, False),
+    ],
+)
+def test_tokens_are_needed_off_the_loopback(
+    address: str, tokens: dict[str, str], loopback: bool
+) -> None:
+    parsed = Address.parse(address)
+    assert parsed.loopback is loopback
+    check_tokens(parsed, tokens)
+    if not loopback:
+        with pytest.raises(InvalidInputError, match="without a bearer token"):
+            check_tokens(parsed, {})
+
+
+@pytest.mark.parametrize("text", ["8765", "host:", "host:0", "host:70000", "host:80a"])
+def test_a_bad_address_is_refused(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="HOST:PORT"):
+        Address.parse(text)
+
+
+def test_a_short_token_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="16"):
+        check_tokens(Address.parse("127.0.0.1:1"), {"short": "me"})
