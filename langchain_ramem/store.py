@@ -6,6 +6,11 @@ namespace's owner as speaker unless the value names a ``speaker``. ``search(quer
 through RaMem's recall frame, so "what did I plan last August?" or "after the move" is
 grounded against the namespace's own time range.
 
+TTL follows LangGraph's ``TTLConfig``: an item put with a ``ttl`` (minutes) expires that long
+after its last write or refreshing read; its expiry is kept in the item's own stored record, so
+it holds for every worker and after a restart. An expired item is hidden from every read at
+once and deleted by :meth:`RaMemStore.sweep_ttl` (or the sweeper thread).
+
 Namespaces: the first ``tenant_depth`` labels of a LangGraph namespace name one RaMem
 namespace (``("memories", "u-42")`` is ``lg.memories.u-42``); deeper labels are kept with each
 item, so prefix searches and listings match whole labels. Everything is answered from what is
@@ -15,11 +20,17 @@ stored, never from a process-local registry, so several workers can share one Ch
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
+import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import date, datetime, timezone
-from typing import Any
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import replace
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, cast
 
 from langgraph.store.base import (
     BaseStore,
@@ -33,6 +44,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     validate_op_namespace,
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
@@ -48,6 +60,11 @@ PREFIX = "lg"
 DEFAULT_FIELDS = ("content", "content.content")
 """Where the indexed text of a value is looked for, in order (``content.content`` is how
 langmem writes a schema'd memory); a value with none of them is indexed as its JSON."""
+
+DEFAULT_SWEEP_MINUTES = 5.0
+"""How often the TTL sweeper runs when neither its call nor the TTL config says."""
+
+log = logging.getLogger(__name__)
 
 _SAFE = re.compile(r"[A-Za-z0-9-]")
 _MAX_NAME = 122
@@ -260,6 +277,90 @@ def _compare(item: Any, condition: Any) -> bool:
     return bool(item == condition)
 
 
+# --------------------------------------------------------------------------- TTL
+
+_TTL_KEYS = ("default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired")
+
+
+def _check_minutes(value: Any, name: str) -> None:
+    """Raise :class:`InvalidInputError` unless ``value`` is ``None`` or a finite number of
+    minutes above 0."""
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        msg = f"{name} must be a positive number of minutes or None, got {value!r}"
+        raise InvalidInputError(msg)
+
+
+def _check_ttl_config(config: Any) -> TTLConfig | None:
+    """``config`` when it is a valid LangGraph ``TTLConfig`` (or ``None``).
+
+    Raises:
+        InvalidInputError: naming the key that is unknown or has a bad value.
+    """
+    if config is None:
+        return None
+    if not isinstance(config, Mapping):
+        msg = f"ttl must be a TTLConfig dict, got {type(config).__name__}"
+        raise InvalidInputError(msg)
+    for key in config:
+        if key not in _TTL_KEYS:
+            msg = f"unknown TTL setting {key!r}: use {', '.join(_TTL_KEYS)}"
+            raise InvalidInputError(msg)
+    _check_minutes(config.get("default_ttl"), "default_ttl")
+    _check_minutes(config.get("sweep_interval_minutes"), "sweep_interval_minutes")
+    if not isinstance(config.get("refresh_on_read", True), bool):
+        msg = f"refresh_on_read must be True or False, got {config['refresh_on_read']!r}"
+        raise InvalidInputError(msg)
+    if config.get("omit_expired", True) is not True:
+        msg = "omit_expired must be True: RaMemStore always hides expired items"
+        raise InvalidInputError(msg)
+    return cast(TTLConfig, dict(config))
+
+
+def _aware(moment: datetime) -> datetime:
+    """A clock's reading as an aware UTC time (a naive one is UTC)."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
+def _once(clock: Callable[[], datetime]) -> Callable[[], datetime]:
+    """``clock``, read on first use only: one batch sees one time, and a batch that meets no
+    TTL never reads it."""
+    moment: list[datetime] = []
+
+    def now() -> datetime:
+        if not moment:
+            moment.append(_aware(clock()))
+        return moment[0]
+
+    return now
+
+
+def _expiry(now: datetime, minutes: float) -> datetime:
+    try:
+        return now + timedelta(minutes=minutes)
+    except OverflowError:  # past year 9999: never
+        return datetime.max.replace(tzinfo=timezone.utc)
+
+
+def _expired(record: Mapping[str, Any], now: Callable[[], datetime]) -> bool:
+    expires = record.get("expires")
+    return expires is not None and datetime.fromisoformat(expires) <= now()
+
+
+def _piece_ids(first: MemoryUnit) -> list[str]:
+    """Every piece of a keyed memory, from its first piece (:mod:`ramem_core.keyed`: pieces
+    after the first are ``<id>-p1``, ``<id>-p2``, ... and each records the count)."""
+    _, _, count = first.source_ids[0].rpartition("/") if first.source_ids else ("", "", "")
+    pieces = int(count) if count.isdigit() else 1
+    return [first.id, *(f"{first.id}-p{part}" for part in range(1, pieces))]
+
+
 # --------------------------------------------------------------------------- the store
 
 
@@ -308,7 +409,10 @@ class RaMemStore(BaseStore):
             of the write time when present, parseable and within RaMem's years
             (:data:`~ramem_core.validation.EARLIEST`-:data:`~ramem_core.validation.LATEST`);
             the value itself is stored as given either way.
-        clock: the write time (naive UTC).
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) for puts that name no
+            ``ttl``, ``refresh_on_read`` (default True) for reads that name no
+            ``refresh_ttl``, ``sweep_interval_minutes`` for :meth:`start_ttl_sweeper`.
+        clock: the current time (naive UTC): write times and expiry.
 
     Differences from LangGraph's ``InMemoryStore`` (the reference): ``created_at`` is kept
     when an item is updated; a query always ranks (RaMem indexes every store); scores are
@@ -316,11 +420,13 @@ class RaMemStore(BaseStore):
     rank; ordering filters compare numbers as numbers and ISO dates as times; ``$and`` /
     ``$or`` are supported; a namespace whose items are all deleted is no longer listed; a
     queryless search lists the latest update first; a malformed filter is an
-    :class:`~ramem_core.InvalidInputError` before anything in the batch runs. TTL is not
-    supported (``supports_ttl`` is False).
+    :class:`~ramem_core.InvalidInputError` before anything in the batch runs. TTL follows
+    LangGraph's documented semantics (``InMemoryStore`` has none), with expired items always
+    hidden (``omit_expired`` True); a refreshing read of an item with a TTL rewrites its
+    pieces, with their episode unchanged.
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
@@ -329,6 +435,7 @@ class RaMemStore(BaseStore):
         tenant_depth: int = 2,
         fields: Sequence[str] | None = None,
         time_field: str | None = "said_at",
+        ttl: TTLConfig | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         if isinstance(tenant_depth, bool) or not isinstance(tenant_depth, int) or tenant_depth < 1:
@@ -339,29 +446,44 @@ class RaMemStore(BaseStore):
         self.fields = tuple(fields) if fields is not None else DEFAULT_FIELDS
         self._paths = [(f, tokenize_path(f)) for f in self.fields]
         self.time_field = time_field
+        self.ttl_config = _check_ttl_config(ttl)
         self.clock = clock
+        self._lock = threading.RLock()  # a put, a refresh and a sweep never interleave
+        self._sweeper: tuple[threading.Thread, threading.Event, Future[None]] | None = None
 
     # ------------------------------------------------------------------ the contract
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ``ops``: reads see the store as it was before the batch's writes; the last
-        put to a key wins. Every op is checked first, so a bad one writes nothing."""
+        put to a key wins, and items read with ``refresh_ttl`` are refreshed before the puts.
+        Every op is checked first, so a bad one writes nothing."""
         ops = list(ops)
         for op in ops:
             self._check(op)
+        now = _once(self.clock)
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        refresh: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(self._get(op.namespace, op.key))
+                record = self._live(op.namespace, op.key, now)
+                results.append(_item(record) if record is not None else None)
+                read = [record] if record is not None else []
             elif isinstance(op, SearchOp):
-                results.append(self._search(op))
+                hits = self._search(op, now)
+                results.append([_item(r, score, ranked=True) for r, score in hits])
+                read = [r for r, _ in hits]
             elif isinstance(op, ListNamespacesOp):
-                results.append(self._list_namespaces(op))
+                results.append(self._list_namespaces(op, now))
+                continue
             else:
                 assert isinstance(op, PutOp)
                 puts[(op.namespace, op.key)] = op
                 results.append(None)
+                continue
+            if op.refresh_ttl:
+                refresh |= {(tuple(r["ns"]), r["key"]): r for r in read if "ttl" in r}
+        self._refresh([r for at, r in refresh.items() if at not in puts], now)
         for op in puts.values():
             self._put(op)
         return results
@@ -390,6 +512,7 @@ class RaMemStore(BaseStore):
             msg = "drop_namespace(()) would delete every tenant's items: name a namespace prefix"
             raise InvalidNamespaceError(msg)
         validate_op_namespace(SearchOp(tuple(namespace)))
+        now = _once(self.clock)
         gone = 0
         for name in self._tenant_names(tuple(namespace)):
             stored = self._records(name)
@@ -400,8 +523,87 @@ class RaMemStore(BaseStore):
                 self.memory.drop(namespace=name)
             else:
                 self.memory.delete_keyed([_composite(r) for r in records], namespace=name)
-            gone += len(records)
+            gone += sum(not _expired(r, now) for r in records)  # expired ones were gone
         return gone
+
+    # ------------------------------------------------------------------ TTL
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items from the memory (every piece of each).
+
+        Returns:
+            How many items were deleted.
+        """
+        now = _once(self.clock)
+        gone = 0
+        for name in self._tenant_names(()):
+            with self._lock:  # a put between the read and the delete is not swept
+                expired = [_composite(r) for r in self._records(name) if _expired(r, now)]
+                if expired:
+                    self.memory.delete_keyed(expired, namespace=name)
+            gone += len(expired)
+        return gone
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
+        """Run :meth:`sweep_ttl` in a background thread until :meth:`stop_ttl_sweeper`.
+
+        Args:
+            sweep_interval_minutes: the wait between sweeps; default the TTL config's
+                ``sweep_interval_minutes``, else :data:`DEFAULT_SWEEP_MINUTES`.
+
+        Returns:
+            A future that is done when the sweeper stops (cancelling it stops it); the
+            running sweeper's future if one runs already.
+        """
+        _check_minutes(sweep_interval_minutes, "sweep_interval_minutes")
+        with self._lock:
+            if self._sweeper is not None and self._sweeper[0].is_alive():
+                return self._sweeper[2]
+            interval = (
+                sweep_interval_minutes
+                or (self.ttl_config or {}).get("sweep_interval_minutes")
+                or DEFAULT_SWEEP_MINUTES
+            )
+            stop = threading.Event()
+            done: Future[None] = Future()
+            done.add_done_callback(lambda f: stop.set() if f.cancelled() else None)
+
+            def sweep_until_stopped() -> None:
+                while not stop.wait(interval * 60):
+                    try:
+                        self.sweep_ttl()
+                    except Exception:  # a store that is down now may be up at the next sweep
+                        log.exception("TTL sweep failed; the next is in %s minutes", interval)
+                with contextlib.suppress(InvalidStateError):  # cancelled: done already
+                    done.set_result(None)
+
+            thread = threading.Thread(target=sweep_until_stopped, name="ttl-sweeper", daemon=True)
+            self._sweeper = (thread, stop, done)
+            thread.start()
+            return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread, if one runs.
+
+        Args:
+            timeout: how many seconds to wait for it to stop; ``None``: as long as it takes.
+
+        Returns:
+            True when it stopped (or none ran), False when ``timeout`` passed first.
+        """
+        with self._lock:
+            sweeper = self._sweeper
+        if sweeper is None:
+            return True
+        thread, stop, _ = sweeper
+        stop.set()
+        thread.join(timeout)
+        if thread.is_alive():
+            return False
+        with self._lock:
+            if self._sweeper is sweeper:
+                self._sweeper = None
+        return True
 
     # ------------------------------------------------------------------ checks
 
@@ -419,6 +621,7 @@ class RaMemStore(BaseStore):
             if not isinstance(op.key, str) or not op.key:
                 msg = f"an item key must be a non-empty string, got {op.key!r}"
                 raise InvalidInputError(msg)
+            _check_minutes(op.ttl, "ttl")
             if op.value is not None and not isinstance(op.value, Mapping):
                 msg = f"an item value must be a dict, got {type(op.value).__name__}"
                 raise InvalidInputError(msg)
@@ -431,6 +634,9 @@ class RaMemStore(BaseStore):
                 except RecursionError:
                     msg = f"the value of {op.key!r} nests too deeply to be stored as JSON"
                     raise InvalidInputError(msg) from None
+        if isinstance(op, GetOp | SearchOp) and not isinstance(op.refresh_ttl, bool):
+            msg = f"refresh_ttl must be True, False or None, got {op.refresh_ttl!r}"
+            raise InvalidInputError(msg)
         if isinstance(op, SearchOp):
             if op.filter is not None:
                 check_filter(op.filter)
@@ -456,10 +662,13 @@ class RaMemStore(BaseStore):
     def _tenant(self, namespace: tuple[str, ...]) -> str:
         return encode_tenant(namespace[: self.tenant_depth])
 
-    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+    def _live(
+        self, namespace: tuple[str, ...], key: str, now: Callable[[], datetime]
+    ) -> dict[str, Any] | None:
+        """The stored record of an item, unless there is none or it has expired."""
         unit = self.memory_of(namespace, key)
         record = _record(unit) if unit is not None else None
-        return _item(record) if record is not None else None
+        return record if record is not None and not _expired(record, now) else None
 
     def _tenant_names(self, prefix: tuple[str, ...]) -> list[str]:
         """The RaMem namespaces that may hold items under ``prefix``."""
@@ -484,21 +693,25 @@ class RaMemStore(BaseStore):
                 records.append(record)
         return records
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(
+        self, op: SearchOp, now: Callable[[], datetime]
+    ) -> list[tuple[dict[str, Any], float | None]]:
+        """The records a search finds, with their scores, in order."""
         prefix = tuple(op.namespace_prefix)
         flt = op.filter or {}
 
         def wanted(record: Mapping[str, Any]) -> bool:
-            return _under(record["ns"], prefix) and matches(record["value"], flt)
+            return (
+                _under(record["ns"], prefix)
+                and matches(record["value"], flt)
+                and not _expired(record, now)
+            )
 
         names = self._tenant_names(prefix)
         if not op.query:
             records = [r for name in names for r in self._records(name) if wanted(r)]
             records.sort(key=lambda r: (r["updated"], r["key"]), reverse=True)
-            return [
-                _item(r, ranked=True)  # type: ignore[misc]
-                for r in records[op.offset : op.offset + op.limit]
-            ]
+            return [(r, None) for r in records[op.offset : op.offset + op.limit]]
         need = op.offset + op.limit
         ranked: list[tuple[int, int, dict[str, Any]]] = []  # (rank, tenant, record)
         plain: list[dict[str, Any]] = []
@@ -508,13 +721,10 @@ class RaMemStore(BaseStore):
             ranked += [(rank, position, r) for rank, r in enumerate(found, start=1)]
             plain += rest
         ranked.sort(key=lambda t: (t[0], t[1]))
-        out: list[SearchItem] = [
-            _item(r, 1.0 / rank, ranked=True)  # type: ignore[misc]
-            for rank, _, r in ranked
-        ]
+        out: list[tuple[dict[str, Any], float | None]] = [(r, 1.0 / rank) for rank, _, r in ranked]
         if len(out) < need:  # as InMemoryStore: unindexed items after the ranked, unscored
             plain.sort(key=lambda r: (r["updated"], r["key"]), reverse=True)
-            out += [_item(r, ranked=True) for r in plain]  # type: ignore[misc]
+            out += [(r, None) for r in plain]
         return out[op.offset : need]
 
     def _ranked(
@@ -554,10 +764,12 @@ class RaMemStore(BaseStore):
         plain = [r for r in self._records(name) if not r.get("index", True) and wanted(r)]
         return found, plain
 
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    def _list_namespaces(
+        self, op: ListNamespacesOp, now: Callable[[], datetime]
+    ) -> list[tuple[str, ...]]:
         stored: set[tuple[str, ...]] = set()
         for name in self._tenant_names(()):
-            stored |= {tuple(r["ns"]) for r in self._records(name)}
+            stored |= {tuple(r["ns"]) for r in self._records(name) if not _expired(r, now)}
         namespaces = [
             ns for ns in stored if all(_does_match(c, ns) for c in op.match_conditions or ())
         ]
@@ -574,34 +786,53 @@ class RaMemStore(BaseStore):
         tenant = self._tenant(namespace)
         composite = _composite({"ns": namespace, "key": key})
         if op.value is None:
-            self.memory.delete_keyed([composite], namespace=tenant)
+            with self._lock:
+                self.memory.delete_keyed([composite], namespace=tenant)
             return
         value = dict(op.value)
-        now = self.clock()
-        now = now.replace(tzinfo=timezone.utc) if now.tzinfo is None else now
-        previous = self._get(namespace, key)
-        created = previous.created_at if previous is not None else now
-        indexed = op.index is not False
-        record = {
-            "ns": list(namespace),
-            "key": key,
-            "value": value,
-            "created": created.isoformat(),
-            "updated": now.isoformat(),
-            "index": indexed,
-        }
+        now = _aware(self.clock())
         said = _as_time(value.get(self.time_field)) if self.time_field else None
         if said is not None and not EARLIEST <= said <= LATEST:
             said = None  # a date RaMem does not place in time (1800): the item is kept as is
-        self.memory.put(
-            composite,
-            self._text(value, op.index),
-            at=said or now.astimezone(timezone.utc).replace(tzinfo=None),
-            speaker=self._speaker(namespace, value),
-            conversation_id=_in_run_thread() or "store",
-            payload=json.dumps(record, ensure_ascii=False),
-            namespace=tenant,
-        )
+        with self._lock:
+            previous = self._live(namespace, key, lambda: now)  # an expired one is gone
+            record = {
+                "ns": list(namespace),
+                "key": key,
+                "value": value,
+                "created": previous["created"] if previous is not None else now.isoformat(),
+                "updated": now.isoformat(),
+                "index": op.index is not False,
+            }
+            if op.ttl is not None:
+                record |= {"ttl": op.ttl, "expires": _expiry(now, op.ttl).isoformat()}
+            self.memory.put(
+                composite,
+                self._text(value, op.index),
+                at=said or now.astimezone(timezone.utc).replace(tzinfo=None),
+                speaker=self._speaker(namespace, value),
+                conversation_id=_in_run_thread() or "store",
+                payload=json.dumps(record, ensure_ascii=False),
+                namespace=tenant,
+            )
+
+    def _refresh(self, records: Sequence[Mapping[str, Any]], now: Callable[[], datetime]) -> None:
+        """Move the expiry of items just read to ``ttl`` minutes from now, in every piece (a
+        recall may meet any piece), keeping each piece's episode and text."""
+        for seen in records:
+            expires = _expiry(now(), seen["ttl"])
+            if expires <= datetime.fromisoformat(seen["expires"]):
+                continue
+            namespace, tenant = tuple(seen["ns"]), self._tenant(tuple(seen["ns"]))
+            with self._lock:
+                first = self.memory_of(namespace, seen["key"])
+                if first is None or _record(first) != seen:  # put or deleted since: leave it
+                    continue
+                payload = json.dumps({**seen, "expires": expires.isoformat()}, ensure_ascii=False)
+                pieces = self.memory.store.get(tenant, ids=_piece_ids(first))
+                self.memory.add_units(
+                    [replace(unit, payload=payload) for unit in pieces], namespace=tenant
+                )
 
     def _text(self, value: Mapping[str, Any], index: Any) -> str:
         """The text a value is found by: its ``fields`` (or the put's own ``index`` paths)."""

@@ -1,12 +1,15 @@
 """RaMemStore, the LangGraph store: a differential suite against LangGraph's InMemoryStore for
 everything the BaseStore contract fixes, then what RaMem adds (episodic search, time filters,
-$and/$or, kept created_at), agents and langmem's tools."""
+$and/$or, kept created_at), TTL, agents and langmem's tools."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-from datetime import datetime, timezone
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from langgraph.store.memory import InMemoryStore as ReferenceStore
 
 from langchain_ramem.store import RaMemStore, decode_tenant, encode_tenant
 from langchain_ramem.testing import ScriptedChatModel
-from ramem_core import InvalidInputError, RaMem
+from ramem_core import ChromaStore, InvalidInputError, RaMem
 from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
 from tests.conftest import ticking_clock
 
@@ -379,6 +382,299 @@ def test_a_put_is_an_episode_of_its_thread_owner_and_time() -> None:
     assert "Ben: Ben says hi" in said
 
 
+# ---------------------------------------------------------------- TTL
+# LangGraph's InMemoryStore has no TTL (supports_ttl is False and put(..., ttl=5) raises
+# NotImplementedError), so these follow LangGraph's documented semantics instead (BaseStore.put,
+# PutOp.ttl, TTLConfig): ttl is minutes from the last write or refreshing read; None never
+# expires; a put that names no ttl takes TTLConfig.default_ttl; refresh_ttl (default
+# TTLConfig.refresh_on_read, else True) refreshes on get and search; expired items are omitted
+# from reads (TTLConfig.omit_expired, always on here) before a sweep deletes them.
+
+
+class Clock:
+    """A clock a test moves by hand (naive UTC)."""
+
+    def __init__(self, start: datetime = START) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, minutes: float) -> None:
+        self.now += timedelta(minutes=minutes)
+
+
+Timed = Callable[..., tuple[RaMemStore, Clock]]
+
+
+@pytest.fixture(params=["ramem", "ramem-chroma"])
+def timed(request: pytest.FixtureRequest, memory: RaMem) -> Timed:
+    """Makes a RaMemStore on a hand-moved clock, over the fake store or Chroma."""
+
+    def make(**kwargs: Any) -> tuple[RaMemStore, Clock]:
+        clock = Clock()
+        if request.param == "ramem":
+            return ramem_store(clock=clock, **kwargs), clock
+        return RaMemStore(memory, clock=clock, **kwargs), clock
+
+    return make
+
+
+def _stored(store: RaMemStore, namespace: tuple[str, ...]) -> int:
+    """How many memory units RaMem holds for a tenant (swept or not)."""
+    return store.memory.count(namespace=encode_tenant(namespace))
+
+
+def test_the_reference_has_no_ttl_so_ttl_follows_langgraphs_docs() -> None:
+    reference = ReferenceStore()
+    assert not reference.supports_ttl
+    with pytest.raises(NotImplementedError, match="TTL is not supported"):
+        reference.put(("m", "u"), "k", {"content": "x"}, ttl=5)
+    assert ramem_store().supports_ttl
+
+
+def test_before_expiry_a_store_with_ttl_answers_as_the_reference() -> None:
+    store, reference = ramem_store(clock=Clock(), ttl={"default_ttl": 60}), ReferenceStore()
+    _fill(store)
+    _fill(reference)
+    got, expected = store.get(("foo",), "a"), reference.get(("foo",), "a")
+    assert got is not None
+    assert expected is not None
+    assert got.value == expected.value
+    for prefix in [(), ("foo",), ("foo", "x")]:
+        assert keys(store.search(prefix, limit=50)) == keys(reference.search(prefix, limit=50))
+    assert store.list_namespaces() == reference.list_namespaces()
+
+
+@pytest.mark.parametrize("use_async", [True, False])
+async def test_an_expired_item_is_hidden_from_every_read_at_once(
+    timed: Timed, use_async: bool
+) -> None:
+    store, clock = timed()
+    if use_async:
+        await store.aput(("m", "u"), "brief", {"content": "the door code is 1234"}, ttl=5)
+    else:
+        store.put(("m", "u"), "brief", {"content": "the door code is 1234"}, ttl=5)
+    store.put(("m", "u"), "kept", {"content": "the door is blue"})
+    store.put(("m", "v"), "alone", {"content": "the door code is 9876"}, ttl=5)
+    clock.advance(4.99)
+    assert store.get(("m", "u"), "brief", refresh_ttl=False) is not None
+    clock.advance(0.01)  # exactly 5 minutes after the put: expired
+    stored = _stored(store, ("m", "u"))
+    if use_async:
+        assert await store.aget(("m", "u"), "brief") is None
+    else:
+        assert store.get(("m", "u"), "brief") is None
+    assert store.get(("m", "v"), "alone") is None
+    assert [i.key for i in store.search(("m",))] == ["kept"]
+    assert [i.key for i in store.search(("m",), query="door code")] == ["kept"]
+    assert store.list_namespaces() == [("m", "u")]
+    assert _stored(store, ("m", "u")) == stored  # hidden before any sweep, not deleted
+    assert store.drop_namespace(("m", "v")) == 0  # nothing that was still there went
+
+
+def test_default_ttl_applies_to_puts_that_name_none_and_none_never_expires(timed: Timed) -> None:
+    store, clock = timed(ttl={"default_ttl": 10})
+    ns = ("m", "u")
+    store.put(ns, "default", {"content": "a"})
+    store.put(ns, "never", {"content": "b"}, ttl=None)
+    store.put(ns, "own", {"content": "c"}, ttl=30)
+    clock.advance(10)
+    assert {i.key for i in store.search(ns, refresh_ttl=False)} == {"never", "own"}
+    clock.advance(20)
+    assert {i.key for i in store.search(ns, refresh_ttl=False)} == {"never"}
+    clock.advance(10**8)
+    assert store.sweep_ttl() == 2  # "default" and "own"
+    assert store.get(ns, "never") is not None
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda s: s.get(("m", "u"), "k"),
+        lambda s: s.search(("m",)),
+        lambda s: s.search(("m",), query="sourdough"),
+    ],
+    ids=["get", "search", "search a query"],
+)
+def test_a_read_refreshes_the_expiry(timed: Timed, read: Callable[[RaMemStore], Any]) -> None:
+    store, clock = timed()
+    store.put(("m", "u"), "k", {"content": "a sourdough starter in the fridge"}, ttl=5)
+    clock.advance(4)
+    assert read(store)
+    clock.advance(4)  # 8 minutes after the put, 4 after the read
+    assert store.get(("m", "u"), "k", refresh_ttl=False) is not None
+    clock.advance(1)
+    assert store.get(("m", "u"), "k") is None
+
+
+def test_refresh_ttl_false_leaves_the_expiry(timed: Timed) -> None:
+    store, clock = timed()
+    store.put(("m", "u"), "k", {"content": "x"}, ttl=5)
+    clock.advance(4)
+    assert store.get(("m", "u"), "k", refresh_ttl=False) is not None
+    assert store.search(("m",), refresh_ttl=False)
+    clock.advance(1)
+    assert store.get(("m", "u"), "k") is None
+
+
+def test_refresh_on_read_false_is_the_default_a_read_can_override(memory: RaMem) -> None:
+    clock = Clock()
+    store = RaMemStore(memory, clock=clock, ttl={"refresh_on_read": False})
+    store.put(("m", "u"), "plain", {"content": "x"}, ttl=5)
+    store.put(("m", "u"), "asked", {"content": "y"}, ttl=5)
+    clock.advance(4)
+    assert store.get(("m", "u"), "plain") is not None
+    assert store.get(("m", "u"), "asked", refresh_ttl=True) is not None
+    clock.advance(1)
+    assert store.get(("m", "u"), "plain") is None
+    assert store.get(("m", "u"), "asked") is not None
+
+
+def test_a_refresh_rewrites_every_piece_and_keeps_the_episode(timed: Timed) -> None:
+    store, clock = timed()
+    ns = ("m", "u")
+    text = " ".join(f"On day {n} I watered the tomatoes." for n in range(200))
+    store.put(ns, "long", {"content": text, "said_at": "2023-05-01"}, ttl=5)
+    before = sorted(store.memory.store.get(encode_tenant(ns)), key=lambda u: u.id)
+    assert len(before) > 2
+    clock.advance(3)
+    assert store.get(ns, "long") is not None
+    after = sorted(store.memory.store.get(encode_tenant(ns)), key=lambda u: u.id)
+    expires = {json.loads(u.payload)["expires"] for u in after}
+    assert expires == {datetime(2024, 1, 1, 9, 8, tzinfo=timezone.utc).isoformat()}
+    assert [(u.id, u.content, u.context) for u in after] == [
+        (u.id, u.content, u.context) for u in before
+    ]
+    clock.advance(4)  # past the first expiry: every piece says the item lives
+    assert store.search(ns, query="watered the tomatoes day 199", limit=1)[0].key == "long"
+
+
+def test_a_refresh_never_undoes_a_put_made_after_the_read(memory: RaMem) -> None:
+    clock = Clock()
+    store, other = RaMemStore(memory, clock=clock), RaMemStore(memory, clock=clock)
+    store.put(("m", "u"), "k", {"content": "v1"}, ttl=5)
+    clock.advance(1)
+    reads = 0
+    memory_of = store.memory_of
+
+    def another_worker_puts_between(namespace: tuple[str, ...], key: str) -> Any:
+        nonlocal reads
+        reads += 1
+        if reads == 2:  # the refresh's own read: another worker wrote since the get
+            other.put(("m", "u"), "k", {"content": "v2"}, ttl=None)
+        return memory_of(namespace, key)
+
+    store.memory_of = another_worker_puts_between  # type: ignore[method-assign]
+    got = store.get(("m", "u"), "k")
+    assert got is not None
+    assert got.value == {"content": "v1"}
+    assert reads == 2
+    store.memory_of = memory_of  # type: ignore[method-assign]
+    clock.advance(10**6)
+    item = store.get(("m", "u"), "k")
+    assert item is not None
+    assert item.value == {"content": "v2"}
+
+
+def test_a_put_over_an_expired_item_starts_a_new_item(timed: Timed) -> None:
+    store, clock = timed()
+    store.put(("m", "u"), "k", {"content": "old"}, ttl=5)
+    clock.advance(6)
+    store.put(("m", "u"), "k", {"content": "new"})
+    item = store.get(("m", "u"), "k")
+    assert item is not None
+    assert item.created_at == datetime(2024, 1, 1, 9, 6, tzinfo=timezone.utc)
+
+
+def test_a_sweep_deletes_expired_items_from_chroma(memory: RaMem) -> None:
+    clock = Clock()
+    store = RaMemStore(memory, clock=clock, ttl={"default_ttl": 5})
+    ns = ("m", "u")
+    long = " ".join(f"Note {n}: buy more coffee beans." for n in range(100))
+    store.put(ns, "long", {"content": long})
+    store.put(ns, "short", {"content": "call the plumber"})
+    store.put(ns, "kept", {"content": "the wifi password is on the fridge"}, ttl=None)
+    store.put(("m", "v"), "other", {"content": "a dentist visit"}, ttl=60)
+    units = memory.count(namespace=encode_tenant(ns))
+    assert units > 3  # the long item is several pieces
+    assert store.sweep_ttl() == 0
+    clock.advance(5)
+    assert store.sweep_ttl() == 2
+    assert memory.store.count(encode_tenant(ns)) == 1  # Chroma holds only the kept item
+    assert memory.count(namespace=encode_tenant(("m", "v"))) == 1
+    assert store.sweep_ttl() == 0
+    assert {i.key for i in store.search(("m",))} == {"other", "kept"}
+
+
+def test_expiry_and_its_refresh_survive_reopening_the_store(tmp_path: Path) -> None:
+    def opened(at: datetime) -> tuple[ChromaStore, RaMemStore]:
+        chroma = ChromaStore.persistent(tmp_path / "db", HashEmbedder())
+        return chroma, RaMemStore(RaMem(chroma, counter=WordCounter()), clock=lambda: at)
+
+    chroma, store = opened(START)
+    store.put(("m", "u"), "read", {"content": "x"}, ttl=5)
+    store.put(("m", "u"), "unread", {"content": "y"}, ttl=5)
+    chroma.close()
+    chroma, store = opened(START + timedelta(minutes=4))
+    assert store.get(("m", "u"), "read") is not None  # expires at 9 minutes now
+    chroma.close()
+    chroma, store = opened(START + timedelta(minutes=6))
+    assert store.get(("m", "u"), "unread", refresh_ttl=False) is None
+    assert store.get(("m", "u"), "read", refresh_ttl=False) is not None
+    chroma.close()
+    chroma, store = opened(START + timedelta(minutes=9))
+    assert store.sweep_ttl() == 2
+    assert store.memory.count(namespace=encode_tenant(("m", "u"))) == 0
+    chroma.close()
+
+
+def test_the_sweeper_thread_sweeps_until_stopped(memory: RaMem) -> None:
+    clock = Clock()
+    store = RaMemStore(memory, clock=clock)
+    store.put(("m", "u"), "k", {"content": "x"}, ttl=1)
+    clock.advance(2)
+    done = store.start_ttl_sweeper(sweep_interval_minutes=0.001)  # every 60 ms
+    assert store.start_ttl_sweeper() is done  # one sweeper at a time
+    deadline = time.monotonic() + 10
+    while memory.count(namespace=encode_tenant(("m", "u"))) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert memory.count(namespace=encode_tenant(("m", "u"))) == 0
+    assert not done.done()
+    assert store.stop_ttl_sweeper(timeout=10)
+    assert done.done()
+    assert store.stop_ttl_sweeper()  # none runs: nothing to stop
+    cancelled = store.start_ttl_sweeper(sweep_interval_minutes=0.001)
+    assert cancelled is not done
+    assert cancelled.cancel()  # cancelling the future stops its thread too
+
+    def sweeping() -> bool:
+        return any(t.name == "ttl-sweeper" for t in threading.enumerate())
+
+    deadline = time.monotonic() + 10
+    while sweeping() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not sweeping()
+    assert store.stop_ttl_sweeper(timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("ttl", "message"),
+    [
+        ({"default_ttl": -5}, "default_ttl must be a positive number of minutes or None, got -5"),
+        ({"default_ttl": "5"}, "default_ttl must be a positive number of minutes"),
+        ({"defualt_ttl": 5}, "unknown TTL setting 'defualt_ttl'"),
+        ({"refresh_on_read": "yes"}, "refresh_on_read must be True or False, got 'yes'"),
+        ({"sweep_interval_minutes": 0}, "sweep_interval_minutes must be a positive number"),
+        ({"omit_expired": False}, "omit_expired must be True"),
+        (5, "ttl must be a TTLConfig dict, got int"),
+    ],
+)
+def test_a_bad_ttl_config_is_a_clear_error(memory: RaMem, ttl: Any, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        RaMemStore(memory, ttl=ttl)
+
+
 # ---------------------------------------------------------------- agents and langmem
 
 
@@ -517,6 +813,48 @@ def _deep_and(depth: int) -> Any:
             InvalidInputError,
             "limit must be a non-negative integer",
         ),
+        (
+            "a negative ttl over a stored item",
+            lambda s: s.put(("m", "u1"), "a", {"content": "milk"}, ttl=-1),
+            InvalidInputError,
+            "ttl must be a positive number of minutes or None, got -1",
+        ),
+        (
+            "a ttl of 0 minutes",
+            lambda s: s.put(("m", "u1"), "c", {"content": "x"}, ttl=0),
+            InvalidInputError,
+            "ttl must be a positive number of minutes",
+        ),
+        (
+            "a ttl that is text",
+            lambda s: s.put(("m", "u1"), "a", {"content": "milk"}, ttl="5"),
+            InvalidInputError,
+            "ttl must be a positive number of minutes or None, got '5'",
+        ),
+        (
+            "a ttl that is not finite",
+            lambda s: s.put(("m", "u1"), "a", {"content": "milk"}, ttl=float("inf")),
+            InvalidInputError,
+            "ttl must be a positive number of minutes",
+        ),
+        (
+            "a ttl that is a bool",
+            lambda s: s.put(("m", "u1"), "a", {"content": "milk"}, ttl=True),
+            InvalidInputError,
+            "ttl must be a positive number of minutes",
+        ),
+        (
+            "a refresh_ttl that is text",
+            lambda s: s.get(("m", "u1"), "a", refresh_ttl="no"),
+            InvalidInputError,
+            "refresh_ttl must be True, False or None, got 'no'",
+        ),
+        (
+            "a sweep interval of 0",
+            lambda s: s.start_ttl_sweeper(0),
+            InvalidInputError,
+            "sweep_interval_minutes must be a positive number of minutes",
+        ),
     ],
 )
 def test_bad_store_inputs_are_clear_errors_and_lose_nothing(
@@ -528,6 +866,9 @@ def test_bad_store_inputs_are_clear_errors_and_lose_nothing(
     with pytest.raises(error, match=message):
         call(store)
     assert {i.key for i in store.search(("m",))} == {"a", "b"}
+    kept = store.get(("m", "u1"), "a")
+    assert kept is not None
+    assert kept.value == {"content": "tea"}
 
 
 @pytest.mark.parametrize("said", ["1800-01-01", "0001-01-01T00:00:00+05:00"])
