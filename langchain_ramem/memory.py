@@ -6,6 +6,8 @@ existing chains use). New agents should prefer :class:`langchain_ramem.RaMemMidd
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -15,11 +17,14 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     msg = "RaMemMemory needs langchain-classic: pip install 'ramem[langchain]'"
     raise ImportError(msg) from exc
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from ramem_core import DEFAULT_K, RaMem
 from ramem_core.synthesis import dated
 from ramem_core.types import utc_now
+
+_PENDING = 64
+"""How many inputs loaded for but not yet saved a memory remembers the said time of."""
 
 
 def _pick(values: dict[str, Any], key: str | None, skip: set[str], what: str) -> str:
@@ -36,8 +41,8 @@ class RaMemMemory(BaseMemory):
     """Situated long-term memory for chains.
 
     ``load_memory_variables`` returns the evidence recalled for the input, rendered with its
-    coordinates; ``save_context`` records the exchange as two timestamped turns; ``clear``
-    drops the namespace.
+    coordinates; ``save_context`` records the exchange as two turns, at the time the input
+    was loaded for; ``clear`` drops the namespace.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -53,8 +58,12 @@ class RaMemMemory(BaseMemory):
     human_prefix: str = "Human"
     ai_prefix: str = "AI"
     clock: Callable[[], datetime] = Field(default=utc_now)
-    """The moment of asking (what each question is grounded at) and of each exchange (the
-    time recorded with its turns)."""
+    """The moment of asking: what each input is grounded at, and the time its exchange is
+    recorded with (an input saved but never loaded for: the time of saving)."""
+    # (input, when it was said) for inputs loaded for and not saved yet, oldest first: a
+    # chain saves the exchange after its run, which may take long (an agent's tools)
+    _said: deque[tuple[str, datetime]] = PrivateAttr(default_factory=lambda: deque(maxlen=_PENDING))
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
     def memory_variables(self) -> list[str]:
@@ -64,21 +73,35 @@ class RaMemMemory(BaseMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Situated evidence for the chain's input."""
         query = _pick(inputs, self.input_key, {self.memory_key}, "input")
+        now = self.clock()
+        with self._lock:
+            self._said.append((query, now))
         block = self.memory.situate(
             query,
             k=self.k,
             namespace=self.namespace,
             max_tokens=self.max_tokens,
-            at=self.clock(),  # grounded at the moment of asking
+            at=now,  # grounded at the moment of asking
         )
         return {self.memory_key: dated(block)}
 
+    def _said_at(self, query: str) -> datetime:
+        """When ``query`` was said: when it was first loaded for, else now."""
+        with self._lock:
+            for pending in self._said:
+                if pending[0] == query:
+                    self._said.remove(pending)
+                    return pending[1]
+        return self.clock()
+
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
-        """Record the input and the output as turns of a live conversation."""
+        """Record the input and the output as turns of a live conversation, at the time the
+        input was loaded for."""
+        query = _pick(inputs, self.input_key, {self.memory_key}, "input")
         self.memory.add_exchange(
-            _pick(inputs, self.input_key, {self.memory_key}, "input"),
+            query,
             _pick(outputs, self.output_key, set(), "output"),
-            at=self.clock(),
+            at=self._said_at(query),
             user=self.human_prefix,
             assistant=self.ai_prefix,
             conversation_id=self.conversation_id,

@@ -2,9 +2,10 @@
 
 Before each model call the middleware recalls situated evidence for the latest user message and
 adds it, with coordinates, to the system message of that call (not to the stored history).
-After the agent's turn it records the exchange. The namespace of every read and write comes from
-the agent's context or config (``user_id`` by default), so one user's memory never reaches
-another's; without one, the middleware refuses to guess unless a default namespace was set.
+After the agent's turn it records the exchange, at the time the user's message was said. The
+namespace of every read and write comes from the agent's context or config (``user_id`` by
+default), so one user's memory never reaches another's; without one, the middleware refuses to
+guess unless a default namespace was set.
 """
 
 from __future__ import annotations
@@ -12,16 +13,23 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 try:
-    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain.agents.middleware import (
+        AgentMiddleware,
+        AgentState,
+        ModelRequest,
+        ModelResponse,
+    )
+    from langchain.agents.middleware.types import PrivateStateAttr
     from langchain.tools import ToolRuntime, tool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     msg = "RaMemMiddleware needs langchain: pip install 'ramem[langchain]'"
     raise ImportError(msg) from exc
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
+from typing_extensions import NotRequired
 
 from ramem_core import DEFAULT_K, InvalidInputError, RaMem
 from ramem_core.synthesis import ContextBlock, dated, system_context
@@ -34,6 +42,12 @@ class MemoryContext:
     ``agent.invoke(..., context=MemoryContext(user_id="u-42"))``."""
 
     user_id: str
+
+
+class _SaidState(AgentState[Any]):
+    """The agent's state with when the run's user message was said (ISO, naive UTC)."""
+
+    ramem_said_at: NotRequired[Annotated[str, PrivateStateAttr]]
 
 
 def _lookup(source: Any, key: str) -> Any:
@@ -121,11 +135,14 @@ class RaMemMiddleware(AgentMiddleware):
         with_tool: also give the agent the ``recall_memory`` tool (off by default: a tool
             needs a model that supports tool calling, ``bind_tools``, and the memories are
             injected anyway).
-        clock: the moment of asking and the time recorded with each exchange: naive UTC now
+        clock: the moment of asking and when the user's message was said: naive UTC now
             by default, as every time RaMem stores. Each question is grounded at it ("last
             weekend" asked a week later is another weekend), and what the model receives
-            says it ("Asked on ...").
+            says it ("Asked on ..."). The exchange is recorded at the clock's time when the
+            agent's turn began, however long its tools or a pause for a human take.
     """
+
+    state_schema = _SaidState  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -220,6 +237,23 @@ class RaMemMiddleware(AgentMiddleware):
             request = self._inject(request, block)
         return await handler(request)
 
+    def _said(self) -> dict[str, Any] | None:
+        """Note when the user's message was said: the turn may end long after (slow tools,
+        a pause for a human's approval), and "yesterday" means the day before it was said."""
+        if self.record == "none":
+            return None
+        return {"ramem_said_at": self.clock().isoformat()}
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Note when the user's message was said (kept in the agent's state; async runs call
+        this too, it does no I/O)."""
+        return self._said()
+
+    def _said_at(self, state: Any) -> datetime:
+        """When the user's message was said, as noted before the turn, else now."""
+        said = state.get("ramem_said_at")
+        return datetime.fromisoformat(said) if said else self.clock()
+
     def _exchange(self, state: Any, runtime: Any) -> tuple[str, str, str] | None:
         """The latest user message, the agent's final answer and the namespace, or ``None``."""
         if self.record == "none":
@@ -238,7 +272,7 @@ class RaMemMiddleware(AgentMiddleware):
         exchange = self._exchange(state, runtime)
         if exchange is not None:
             user, reply, namespace = exchange
-            self.memory.add_exchange(user, reply, at=self.clock(), namespace=namespace)
+            self.memory.add_exchange(user, reply, at=self._said_at(state), namespace=namespace)
         return None
 
     async def aafter_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -246,5 +280,7 @@ class RaMemMiddleware(AgentMiddleware):
         exchange = self._exchange(state, runtime)
         if exchange is not None:
             user, reply, namespace = exchange
-            await self.memory.aadd_exchange(user, reply, at=self.clock(), namespace=namespace)
+            await self.memory.aadd_exchange(
+                user, reply, at=self._said_at(state), namespace=namespace
+            )
         return None

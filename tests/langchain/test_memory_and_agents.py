@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from langchain_ramem import (
 from langchain_ramem.testing import ScriptedChatModel
 from ramem_core import ChromaStore, InvalidInputError, RaMem
 from ramem_core.testing import WordCounter
+from ramem_core.transfer import said_at
 from tests.conftest import ticking_clock, two_trips
 
 # ---------------------------------------------------------------- BaseMemory for chains
@@ -40,6 +40,54 @@ def test_chain_memory_loads_situated_evidence_and_saves_turns(memory: RaMem) -> 
     latest = chain_memory.load_memory_variables({"input": "What did I sell?"})["history"]
     assert "Human: I sold my bike today (= 1 September 2023)." in latest
     assert 'said="1 September 2023, 10:01"' in latest
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_a_chain_records_its_input_at_the_time_it_was_said(
+    memory: RaMem, use_async: bool
+) -> None:
+    """Said at 23:58 on 28 May, the chain's run ends after midnight: "yesterday" is 27 May;
+    said again on 9 June, the same words are stored at their own time."""
+    from langchain_classic.chains.base import Chain
+
+    clock = _Clock(datetime(2024, 5, 28, 23, 58))
+
+    class SlowChain(Chain):
+        @property
+        def input_keys(self) -> list[str]:
+            return ["input"]
+
+        @property
+        def output_keys(self) -> list[str]:
+            return ["output"]
+
+        def _call(self, inputs: dict[str, Any], run_manager: Any = None) -> dict[str, str]:
+            clock.now += timedelta(minutes=5)  # a long model call, or an agent's tools
+            return {"output": "Congratulations on the move!"}
+
+    chain = SlowChain(memory=RaMemMemory(memory=memory, namespace="ana", clock=clock))
+    said = {"input": "I moved to Porto yesterday."}
+    for now in (datetime(2024, 5, 28, 23, 58), datetime(2024, 6, 9, 10)):
+        clock.now = now
+        await chain.ainvoke(said) if use_async else chain.invoke(said)
+    first, again = sorted(
+        (u for u in memory.store.get("ana") if u.content.startswith("Human:")),
+        key=lambda u: said_at(u) or datetime.min,
+    )
+    assert (said_at(first), said_at(again)) == (
+        datetime(2024, 5, 28, 23, 58),
+        datetime(2024, 6, 9, 10),
+    )
+    assert first.context.event_time is not None
+    assert first.context.event_time.start == datetime(2024, 5, 27)
+
+
+def test_chain_memory_keeps_a_bounded_record_of_inputs_not_saved(memory: RaMem) -> None:
+    chain_memory = RaMemMemory(memory=memory, clock=ticking_clock())
+    for n in range(100):  # a chain failing each time: loaded for, never saved
+        chain_memory.load_memory_variables({"input": f"question {n}"})
+    assert len(chain_memory._said) == 64
+    assert chain_memory._said[0][0] == "question 36"
 
 
 def test_chain_memory_needs_to_know_its_keys(memory: RaMem) -> None:
@@ -175,48 +223,25 @@ def _system_text(messages: list[BaseMessage]) -> str:
     return messages[0].text if isinstance(messages[0], SystemMessage) else ""
 
 
-def test_the_readme_agent_snippet_works_as_written(memory: RaMem, tmp_path) -> None:
+def test_the_langchain_pages_agent_snippet_works_as_written(memory: RaMem) -> None:
+    import re
     from pathlib import Path
 
     from ramem_core.loaders import demo_conversation
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("## LangChain and LlamaIndex")[1].split("```python")[1].split("```")[0]
+    page = (Path(__file__).parents[2] / "docs" / "langchain.md").read_text(encoding="utf-8")
+    block = page.split("## Agent middleware")[1].split("```python")[1].split("```")[0]
     conversation, _ = demo_conversation()
-    path = tmp_path / "conversation.json"
-    path.write_text(
-        json.dumps(
-            {
-                "id": conversation.id,
-                "participants": list(conversation.participants),
-                "sessions": [
-                    {
-                        "id": s.id,
-                        "time": s.time.isoformat() if s.time else None,
-                        "turns": [
-                            {"id": t.id, "speaker": t.speaker, "text": t.text} for t in s.turns
-                        ],
-                    }
-                    for s in conversation.sessions
-                ],
-            }
-        )
-    )
+    memory.add_conversation(conversation, namespace="alice")
+    before = memory.count(namespace="alice")
     model = ScriptedChatModel(replies=["Your doctor said your blood pressure is normal."])
-    code = block.replace('"openai:gpt-4o-mini"', "model").replace(
-        '"conversation.json"', repr(str(path))
-    )
-    exec(code, {"memory": memory, "model": model})
+    code = re.sub(r"^model = .*$", "model = scripted", block, flags=re.M)
+    exec(code, {"memory": memory, "scripted": model})
     [sent] = model.calls
     assert "<memory" in sent[0].text  # the model saw Alice's memories
-    assert memory.count(namespace="alice") > 0
-    # and with LangChain's own fake model, which has no tool calling
-    from itertools import cycle
-
-    from langchain_core.language_models import GenericFakeChatModel
-
-    fake = GenericFakeChatModel(messages=cycle([AIMessage(content="It was normal.")]))
-    exec(code, {"memory": memory, "model": fake})
+    assert memory.count(namespace="alice") > before  # and the exchange was recorded there
+    # as written, with LangChain's own fake model, which has no tool calling
+    exec(block, {"memory": memory})
 
 
 def test_the_middleware_adds_no_tool_unless_asked_and_records_in_utc(memory: RaMem) -> None:
@@ -379,15 +404,15 @@ def test_a_new_users_reads_are_empty(memory: RaMem) -> None:
     assert not memory.has_namespace("new-user")  # reads never create one
 
 
-def test_the_readme_two_month_conversation_answers_now_and_then_truly(
+def test_the_two_month_conversation_of_the_docs_answers_now_and_then_truly(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The README's "Valid now" snippet, run as written with LangChain's own fake model:
+    """The LangChain page's "Valid now" snippet, run as written with LangChain's own fake model:
     "now" and "then" questions get different, true first memories."""
     from pathlib import Path
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("### Valid now: grounded at the moment of asking")[1]
+    page = (Path(__file__).parents[2] / "docs" / "langchain.md").read_text(encoding="utf-8")
+    block = page.split("## Valid now: grounded at the moment of asking")[1]
     exec(block.split("```python")[1].split("```")[0], {})
     printed = capsys.readouterr().out
     now, rest = printed.split("Where did I live in mid-May?")
@@ -406,3 +431,58 @@ def test_the_readme_two_month_conversation_answers_now_and_then_truly(
     assert "June 4" in first(appointment)
     assert "14 now" in first(count)  # the count as last restated
     assert "12 houseplants" in count  # the earlier count, still there, after it
+
+
+# ---------------------------------------------------------------- when a message was said
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_the_middleware_records_a_message_at_the_time_it_was_said(
+    memory: RaMem, use_async: bool
+) -> None:
+    """Said on 28 May, the turn paused for a human's approval until 9 June: the exchange is
+    stored as said on 28 May, so "last week" is the week before 28 May."""
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    @tool
+    def update_address(city: str) -> str:
+        """Update the user's address."""
+        return f"Address set to {city}."
+
+    call = AIMessage(
+        content="",
+        tool_calls=[{"name": "update_address", "args": {"city": "Porto"}, "id": "c1"}],
+    )
+    clock = _Clock(datetime(2024, 5, 28, 9))
+    agent = create_agent(  # type: ignore[misc]  # ContextT not inferred
+        ScriptedChatModel(replies=[call, "Done: your address is Porto."]),
+        tools=[update_address],
+        middleware=[
+            HumanInTheLoopMiddleware(interrupt_on={"update_address": True}),
+            RaMemMiddleware(memory, clock=clock),
+        ],
+        checkpointer=InMemorySaver(),
+        context_schema=MemoryContext,
+    )
+    config: Any = {"configurable": {"thread_id": "ana"}}
+
+    async def run(step: Any) -> None:
+        if use_async:
+            await agent.ainvoke(step, config, context=MemoryContext("ana"))
+        else:
+            agent.invoke(step, config, context=MemoryContext("ana"))
+
+    await run({"messages": [("user", "I moved to Porto last week.")]})
+    assert memory.count(namespace="ana") == 0  # waiting for the approval
+    clock.now = datetime(2024, 6, 9, 18)
+    await run(Command(resume={"decisions": [{"type": "approve"}]}))
+    [porto] = [u for u in memory.store.get("ana") if u.content.startswith("user:")]
+    assert said_at(porto) == datetime(2024, 5, 28, 9)
+    assert porto.context.event_time is not None
+    assert (porto.context.event_time.start, porto.context.event_time.end) == (
+        datetime(2024, 5, 20),  # the week before 28 May, Monday to Sunday
+        datetime(2024, 5, 26, 23, 59, 59),
+    )

@@ -14,11 +14,13 @@ from llama_index.core.memory import Memory
 from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, QueryBundle
+from llama_index.core.storage.chat_store.base_db import MessageStatus
 
 from llamaindex_ramem import LlamaIndexEmbedder, LlamaIndexLLM, RaMemMemoryBlock, RaMemRetriever
 from llamaindex_ramem.retrievers import evidence_to_node
 from ramem_core import ChromaStore, RaMem
 from ramem_core.testing import HashEmbedder, WordCounter
+from ramem_core.transfer import said_at
 from ramem_core.types import EpisodicContext, Evidence, MemoryUnit
 from tests.conftest import two_trips
 
@@ -156,13 +158,13 @@ def test_the_retriever_reads_its_own_namespace_only(memory: RaMem) -> None:
     assert [n.node.metadata["content"] for n in bo] == ["Bo: I ate grilled sardines in Porto."]
 
 
-def test_the_readme_llamaindex_snippet_works_as_written() -> None:
+def test_the_llamaindex_pages_snippet_works_as_written() -> None:
     from pathlib import Path
 
     memory = RaMem.ephemeral(embedder=_CalibratedFake(), counter=WordCounter(), namespace="rd")
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    blocks = readme.split("## LangChain and LlamaIndex")[1].split("```python")[1:]
-    block = next(b.split("```")[0] for b in blocks if "llamaindex_ramem" in b)
+    page = (Path(__file__).parents[2] / "docs" / "llamaindex.md").read_text(encoding="utf-8")
+    blocks = page.split("```python")[1:]
+    block = next(b.split("```")[0] for b in blocks if "RetrieverQueryEngine" in b)
     memory.add_conversation(two_trips(), namespace="alice")
     scope: dict[str, Any] = {"memory": memory, "llm": MockLLM()}
     exec(block, scope)
@@ -207,3 +209,125 @@ def test_calibrated_scores_separate_by_cosine_rank_and_fall_back_for_other_model
     assert score(0.5, 2) > score(0.5, 6)  # higher in RaMem's list, more likely evidence
     assert all(0.0 <= score(c, r) <= 1.0 for c in (-1.0, 0.0, 1.0) for r in (1, 10, 1000))
     assert score(0.42, 1, "hash-embedder") == 0.42  # another model: the cosine, uncalibrated
+
+
+# ---------------------------------------------------------------- when a message was said
+
+
+class _Clock:
+    """A clock the test moves."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _agent_memory(block: RaMemMemoryBlock, session_id: str = "ana-chat") -> Memory:
+    return Memory.from_defaults(session_id=session_id, token_limit=400, memory_blocks=[block])
+
+
+async def _exchange(agent_memory: Memory, user: str, reply: str) -> None:
+    """One turn as a LlamaIndex agent runs it: the user's message is put, the memory is read
+    for the model call, the reply is put."""
+    await agent_memory.aput(ChatMessage(role=MessageRole.USER, content=user))
+    await agent_memory.aget()
+    await agent_memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=reply))
+
+
+def _stored(memory: RaMem, word: str) -> list[MemoryUnit]:
+    return [u for u in memory.store.get("ana") if word in u.content]
+
+
+async def _chat_on_until_flushed(agent_memory: Memory, memory: RaMem, word: str) -> None:
+    for n in range(40):
+        if _stored(memory, word):
+            return
+        await _exchange(agent_memory, f"Tell me fact number {n} about the Douro valley.", "Sure.")
+    pytest.fail(f"{word!r} was never flushed")
+
+
+async def test_a_flushed_message_keeps_the_time_it_was_said(memory: RaMem) -> None:
+    """Said on 28 May, flushed on 9 June: stored as said on 28 May, so "last week" is the
+    week before 28 May."""
+    clock = _Clock(datetime(2024, 5, 28, 9))
+    block = RaMemMemoryBlock(memory=memory, namespace="ana", clock=clock)
+    agent_memory = _agent_memory(block)
+    await _exchange(agent_memory, "I live in Lisbon.", "Noted.")
+    clock.now = datetime(2024, 5, 28, 9, 5)
+    await _exchange(agent_memory, "I moved to Porto last week.", "Congratulations on the move!")
+    assert memory.count(namespace="ana") == 0  # still in the short-term buffer
+
+    clock.now = datetime(2024, 6, 9, 18)
+    await _chat_on_until_flushed(agent_memory, memory, "Porto")
+    [lisbon] = _stored(memory, "Lisbon")
+    [porto] = _stored(memory, "Porto")
+    assert said_at(lisbon) == datetime(2024, 5, 28, 9)
+    assert said_at(porto) == datetime(2024, 5, 28, 9, 5)
+    assert porto.context.event_time is not None
+    assert (porto.context.event_time.start, porto.context.event_time.end) == (
+        datetime(2024, 5, 20),  # the week before 28 May, Monday to Sunday
+        datetime(2024, 5, 26, 23, 59, 59),
+    )
+    # the reply was first read on 9 June: it takes the time of what it answers
+    [reply] = _stored(memory, "Congratulations")
+    assert said_at(reply) == datetime(2024, 5, 28, 9, 5)
+    # the block remembers said times of what the buffer holds only
+    buffer = await agent_memory.aget_all(status=MessageStatus.ACTIVE)
+    assert sum(len(t) for held in block._said.values() for t in held.values()) <= len(buffer)
+
+
+async def test_copies_of_one_message_keep_their_own_times(memory: RaMem) -> None:
+    clock = _Clock(datetime(2024, 5, 28, 9))
+    block = RaMemMemoryBlock(memory=memory, namespace="ana", clock=clock)
+    agent_memory = _agent_memory(block)
+    await _exchange(agent_memory, "I went to the Porto market yesterday.", "Nice.")
+    clock.now = datetime(2024, 6, 9, 18)
+    await _exchange(agent_memory, "I went to the Porto market yesterday.", "Nice.")
+    clock.now = datetime(2024, 6, 20, 18)
+    for n in range(40):
+        if len(_stored(memory, "Porto")) == 2:
+            break
+        await _exchange(agent_memory, f"Tell me fact number {n} about the Douro valley.", "Sure.")
+    first, second = sorted(_stored(memory, "Porto"), key=lambda u: u.context.session_index)
+    assert (said_at(first), said_at(second)) == (datetime(2024, 5, 28, 9), datetime(2024, 6, 9, 18))
+    assert first.context.event_time is not None
+    assert first.context.event_time.start == datetime(2024, 5, 27)
+    assert second.context.event_time is not None
+    assert second.context.event_time.start == datetime(2024, 6, 8)
+
+
+async def test_a_block_shared_by_two_chats_keeps_the_times_of_each(memory: RaMem) -> None:
+    clock = _Clock(datetime(2024, 5, 28, 9))
+    block = RaMemMemoryBlock(memory=memory, namespace="ana", clock=clock)
+    phone, laptop = _agent_memory(block, "ana-phone"), _agent_memory(block, "ana-laptop")
+    await _exchange(phone, "I moved to Porto last week.", "Congratulations on the move!")
+    clock.now = datetime(2024, 6, 9, 18)
+    await _exchange(laptop, "What is the weather like in the north?", "Mild.")
+    await _chat_on_until_flushed(phone, memory, "Porto")
+    [porto] = _stored(memory, "Porto")
+    assert said_at(porto) == datetime(2024, 5, 28, 9)
+
+
+async def test_the_block_forgets_messages_that_left_the_buffer_unflushed(memory: RaMem) -> None:
+    block = RaMemMemoryBlock(memory=memory, namespace="ana", clock=_Clock(datetime(2024, 5, 28)))
+    agent_memory = _agent_memory(block)
+    await _exchange(agent_memory, "I moved to Porto last week.", "Congratulations!")
+    await agent_memory.aget()
+    assert sum(len(t) for t in block._said["ana-chat"].values()) == 2
+    await agent_memory.areset()
+    await agent_memory.aget()
+    assert block._said["ana-chat"] == {}
+    assert memory.count(namespace="ana") == 0
+
+
+async def test_the_block_keeps_the_times_of_the_chats_read_last(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("llamaindex_ramem.memory._SESSIONS_HELD", 2)
+    block = RaMemMemoryBlock(memory=memory, clock=_Clock(datetime(2024, 5, 28)))
+    said = [ChatMessage(role=MessageRole.ASSISTANT, content="Hello.")]
+    for session in ("a", "b", "a", "c"):
+        await block.aget(said, session_id=session)
+    assert list(block._said) == ["a", "c"]
