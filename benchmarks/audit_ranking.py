@@ -26,9 +26,10 @@ where the lower bound of its gain is above 0 on a metric it exists for (:attr:`P
 and no group's upper bound is below -0.01 on any metric. The cost: recall p95 at 10,000
 memories with and without the pass (``--latency``).
 
-Writes ``benchmarks/results/audit/audit.json`` and ``audit.md`` (the table TUNING.md and the
-README take their figures from). Rankings per variant are cached under ``results/audit/runs``,
-keyed by the variant's config and the source of ``ramem_core`` (so an edit reruns them).
+Writes ``benchmarks/results/audit/audit.json`` and ``audit.md`` (the table TUNING.md and
+benchmarks/results_page.py take their figures from). Rankings per variant are cached under
+``results/audit/runs``, keyed by the variant's config and the source of ``ramem_core`` (so an
+edit reruns them).
 Skips cleanly without the dev data.
 """
 

@@ -285,8 +285,8 @@ class RaMem:
         that authenticates snapshot files (HMAC-SHA256; default ``$RAMEM_SNAPSHOT_KEY``), for
         a directory that others than this deployment's workers may write;
         ``snapshot_max_bytes``: the largest snapshot file loaded
-        (:data:`~ramem_core.index.files.DEFAULT_MAX_FILE_BYTES`, 8 GiB). See the README's
-        deployment section for what RaMem trusts."""
+        (:data:`~ramem_core.index.files.DEFAULT_MAX_FILE_BYTES`, 8 GiB). See docs/deployment.md
+        for what RaMem trusts."""
         server_only = {
             "ssl": ssl,
             "headers": headers,

@@ -110,7 +110,7 @@ class SnapshotFiles:
         min_memories: smaller snapshots are not written.
         key: the deployment key of a shared directory (bytes or text); default the value of
             :data:`KEY_VARIABLE`, else none (then anyone who can write the directory can make
-            workers serve what they wrote: see the README's deployment section).
+            workers serve what they wrote: see docs/deployment.md).
         max_bytes: the largest file loaded (:data:`DEFAULT_MAX_FILE_BYTES`).
     """
 

@@ -74,6 +74,6 @@ class ListPass(Protocol):
 
     @property
     def name(self) -> str:
-        """The pass's name, as the README lists it."""
+        """The pass's name, as docs/architecture.md lists it."""
 
     def __call__(self, facts: Facts, picks: Picks) -> Picks: ...
