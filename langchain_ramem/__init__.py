@@ -1,13 +1,13 @@
 """LangChain adapters for RaMem: a retriever, chain memory, agent middleware, a recall tool and a
 LangGraph store.
 
-Install with ``pip install ramem[langchain]``.
+Install from a RaMem checkout with ``pip install '.[langchain]'``.
 """
 
 try:
     import langchain_core  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    msg = "langchain_ramem needs LangChain: pip install 'ramem[langchain]'"
+    msg = "langchain_ramem needs LangChain: pip install '.[langchain]' in a RaMem checkout"
     raise ImportError(msg) from exc
 
 from typing import TYPE_CHECKING

@@ -15,7 +15,7 @@ from typing import Any
 try:
     from langchain_classic.base_memory import BaseMemory
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    msg = "RaMemMemory needs langchain-classic: pip install 'ramem[langchain]'"
+    msg = "RaMemMemory needs langchain-classic: pip install '.[langchain]' in a RaMem checkout"
     raise ImportError(msg) from exc
 from pydantic import ConfigDict, Field, PrivateAttr
 

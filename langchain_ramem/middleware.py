@@ -25,7 +25,7 @@ try:
     from langchain.agents.middleware.types import PrivateStateAttr
     from langchain.tools import ToolRuntime, tool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    msg = "RaMemMiddleware needs langchain: pip install 'ramem[langchain]'"
+    msg = "RaMemMiddleware needs langchain: pip install '.[langchain]' in a RaMem checkout"
     raise ImportError(msg) from exc
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool

@@ -1,12 +1,12 @@
 """LlamaIndex adapters for RaMem: a retriever and a memory block for agent ``Memory``.
 
-Install with ``pip install ramem[llamaindex]``.
+Install from a RaMem checkout with ``pip install '.[llamaindex]'``.
 """
 
 try:
     import llama_index.core  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    msg = "llamaindex_ramem needs LlamaIndex: pip install 'ramem[llamaindex]'"
+    msg = "llamaindex_ramem needs LlamaIndex: pip install '.[llamaindex]' in a RaMem checkout"
     raise ImportError(msg) from exc
 
 from llamaindex_ramem.memory import RaMemMemoryBlock

@@ -92,7 +92,7 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
         while len(self._said) > _SESSIONS_HELD:
             del self._said[next(iter(self._said))]
 
-    def _said_at(self, message: ChatMessage, now: datetime) -> datetime:
+    def _said_at(self, message: ChatMessage, now: datetime | None) -> datetime | None:
         """When a flushed message was said: as first seen, else (never seen) ``now``."""
         held = self._said.get(message.additional_kwargs.get("session_id"), {})
         key = _message_key(message)
@@ -129,7 +129,16 @@ class RaMemMemoryBlock(BaseMemoryBlock[str]):
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         now = self.clock()
-        said = [self._said_at(m, now) for m in messages]  # on the loop: the record has no lock
+        # on the loop: the record has no lock. A message no get showed (a reply flushed with
+        # the next put, before the get that follows it) was said with what it answers: it
+        # takes the time of the message before it in the flush, as a reply first seen does
+        said: list[datetime] = []
+        for message in messages:
+            seen = self._said_at(message, None)
+            if seen is None:
+                answers = message.role is not MessageRole.USER and bool(said)
+                seen = said[-1] if answers else now
+            said.append(seen)
 
         def store() -> None:
             speakers = {

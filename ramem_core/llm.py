@@ -145,7 +145,7 @@ def load_llm(spec: str) -> LLM:
     providers = sorted(entry_points(group=LLM_PROVIDERS), key=lambda ep: ep.name)
     if not providers:
         msg = (
-            f"no model provider is installed for {spec!r}: pip install 'ramem[langchain]' "
+            f"no model provider is installed for {spec!r}: pip install '.[langchain]' "
             "and the provider's package (e.g. langchain-openai)"
         )
         raise ModelUnavailableError(msg)
@@ -155,7 +155,7 @@ def load_llm(spec: str) -> LLM:
     except ImportError as exc:
         msg = (
             f"model provider {provider.name!r} is not installed: "
-            f"pip install 'ramem[{provider.name}]'"
+            f"pip install '.[{provider.name}]' in a RaMem checkout"
         )
         raise ModelUnavailableError(msg) from exc
     try:

@@ -20,7 +20,7 @@ from ramem_core.errors import InvalidInputError, ModelReplyError, reply_text
 from ramem_core.prompts import ANSWER_PROMPT, CONTEXT_PROMPT
 from ramem_core.protocols import LLM, TokenCounter
 from ramem_core.temporal import describe
-from ramem_core.types import Evidence, MemoryUnit
+from ramem_core.types import Evidence, Granularity, MemoryUnit
 
 _OPEN = "<‹＜﹤〈〈⟨❬❮⟪《˂ᐸ⧼⦉"
 _CLOSE = ">›＞﹥〉〉⟩❭❯⟫》˃ᐳ⧽⦊"
@@ -82,11 +82,21 @@ def resolved_content(unit: MemoryUnit) -> str:
     return content
 
 
-def coordinates(unit: MemoryUnit, *, session_context: bool = True) -> dict[str, str]:
-    """The episodic coordinates of ``unit`` as short strings (empty ones left out)."""
+def coordinates(
+    unit: MemoryUnit, *, session_context: bool = True, said: datetime | None = None
+) -> dict[str, str]:
+    """The episodic coordinates of ``unit`` as short strings (empty ones left out); ``said``:
+    when the memory itself was said, shown instead of its session's start where the session
+    is timed to the minute (a live session's turns each have their own time)."""
     ctx = unit.context
+    span = ctx.session_span
+    when = ""
+    if session_context and span is not None:
+        when = describe(span)
+        if said is not None and span.granularity is Granularity.INSTANT:
+            when = f"{said.day} {said:%B %Y}, {said:%H:%M}"
     fields = {
-        "said": describe(ctx.session_span) if session_context and ctx.session_span else "",
+        "said": when,
         "session": ctx.session_id if session_context else "",
         "event": describe(ctx.event_time) if ctx.event_time else "",
         "who": ", ".join(ctx.participants),
@@ -115,7 +125,9 @@ def render(
         return f"- {quote(evidence.unit.content, one_line=True)}"
     attrs = " ".join(
         f'{k}="{quote(v, one_line=True)}"'
-        for k, v in coordinates(evidence.unit, session_context=session_context).items()
+        for k, v in coordinates(
+            evidence.unit, session_context=session_context, said=evidence.said
+        ).items()
     )
     lines = [f'<{tag} n="{number}" {attrs}>', quote(resolved_content(evidence.unit), one_line=True)]
     lines += [f"{name}: {quote(text, one_line=True)}" for name, text in validity(evidence)]
@@ -169,6 +181,8 @@ def evidence_metadata(evidence: Evidence) -> dict[str, Scalar]:
         "topic": ctx.topic,
         "content": quote(unit.content, one_line=True),  # data, as in the rendering
     }
+    if evidence.said is not None:
+        meta["said_at"] = evidence.said.isoformat()
     if evidence.member is not None:
         meta["member"] = evidence.member.word
         meta["member_of"] = evidence.member.kind

@@ -335,6 +335,8 @@ class Evidence:
             memory was valid until then (derived when read, never stored).
         member: for a memory the second round added, the member of the set asked about it
             names (:class:`Member`).
+        said: when the memory itself was said (its own turn's time; ``unit`` carries its
+            whole session's span), if known.
     """
 
     unit: MemoryUnit
@@ -346,6 +348,7 @@ class Evidence:
     satisfied: tuple[str, ...] = field(default_factory=tuple)
     superseded: Supersession | None = None
     member: Member | None = None
+    said: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

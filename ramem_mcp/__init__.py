@@ -1,12 +1,12 @@
 """RaMem as an MCP server (``ramem mcp``): remember, recall, list, show and forget as tools.
 
-Needs the ``mcp`` extra: ``pip install 'ramem[mcp]'``.
+Needs the ``mcp`` extra: ``pip install '.[mcp]'`` in a RaMem checkout.
 """
 
 try:
     import mcp  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    msg = "ramem_mcp needs the MCP SDK: pip install 'ramem[mcp]'"
+    msg = "ramem_mcp needs the MCP SDK: pip install '.[mcp]' in a RaMem checkout"
     raise ImportError(msg) from exc
 
 from ramem_mcp.server import Tokens, build_server

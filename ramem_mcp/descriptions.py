@@ -11,11 +11,13 @@ INSTRUCTIONS = (
 
 REMEMBER = (
     "Store one message of the conversation in long-term memory, with when it was said. "
-    "Call it for each user message worth keeping. `at` is when the message was said (ISO 8601, "
-    "e.g. 2024-05-28T09:30:00Z); leave it out for now. Relative times in the text ('last "
-    "week', 'yesterday') are read against `at`. Pass `idempotency_key` (e.g. the message's "
-    "id) to make a retry safe: a second call with the same key stores nothing. Returns the "
-    "memory's id and the time it was stored as said."
+    "Call it for each user message worth keeping, with the same `speaker` name for the same "
+    "person every time (a change of state is recognised per speaker). `at` is when the "
+    "message was said (ISO 8601, e.g. 2024-05-28T09:30:00Z; a time without an offset is UTC); "
+    "leave it out for now. Relative times in the text ('last week', 'yesterday') are read "
+    "against `at`. Pass `idempotency_key` (e.g. the message's id) to make a retry safe: a "
+    "second call with the same key stores nothing. Returns the memory's id (and, for a long "
+    "text stored in pieces, every piece's) and the time it was stored as said."
 )
 
 RECALL = (
@@ -23,8 +25,9 @@ RECALL = (
     'time and people ("in April", "now", "after the move") come before memories that '
     "are only similar. Each memory comes with when it was said, when its event happened, why "
     "it is valid for the question, and, for a state that changed later, what superseded it. "
-    "`at` is the moment of asking (ISO 8601), now when left out: 'now' and 'last week' in the "
-    "question are read against it. Returns the memories and the recall frame used."
+    "`at` is the moment of asking (ISO 8601; no offset: UTC), now when left out: 'now' and "
+    "'last week' in the question are read against it. Returns the memories and the recall "
+    "frame used."
 )
 
 LIST = (
@@ -36,8 +39,9 @@ LIST = (
 SHOW = "One memory by id, with its full episodic context (said, event, people, session)."
 
 FORGET = (
-    "Delete one memory by id, for good (when the user asks you to forget something, or it was "
-    "stored by mistake). An id that matches no memory is an error."
+    "Delete a remembered message by id, for good, with every piece it was stored as (when the "
+    "user asks you to forget something, or it was stored by mistake). An id that matches no "
+    "memory is an error."
 )
 
 MEMORIES = "The namespace's newest memories, as JSON (id, said_at, event, speaker, content)."

@@ -108,6 +108,7 @@ class Recalled(BaseModel):
 
 class Remembered(BaseModel):
     id: str
+    ids: list[str] = Field(description="every memory it was stored as (a long text: several)")
     said_at: str = Field(description="when it was stored as said (ISO 8601, UTC)")
 
 
@@ -118,14 +119,15 @@ class Page(BaseModel):
 
 class Forgotten(BaseModel):
     id: str
-    deleted: int
+    deleted: int = Field(description="memories deleted: every piece of the message")
 
 
 # --------------------------------------------------------------------------- converters
 
 
 def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat(timespec="seconds") if moment is not None else None
+    """RaMem's naive UTC time as ISO 8601 with its zone said (``Z``)."""
+    return moment.isoformat(timespec="seconds") + "Z" if moment is not None else None
 
 
 def _span(span: TimeSpan | None) -> tuple[str | None, str | None, str | None]:
@@ -134,7 +136,8 @@ def _span(span: TimeSpan | None) -> tuple[str | None, str | None, str | None]:
     return describe(span), _iso(span.start), _iso(span.end)
 
 
-def _memory(unit: MemoryUnit) -> dict[str, object]:
+def _memory(unit: MemoryUnit, said: datetime | None = None) -> dict[str, object]:
+    """``unit``'s fields; ``said``: its own said time where ``unit`` carries its session's."""
     ctx = unit.context
     event, start, end = _span(ctx.event_time)
     return {
@@ -142,7 +145,7 @@ def _memory(unit: MemoryUnit) -> dict[str, object]:
         "speaker": ctx.speaker,
         "content": unit.content,
         "kind": ctx.kind.value,
-        "said_at": _iso(said_at(unit)),
+        "said_at": _iso(said or said_at(unit)),
         "event": event,
         "event_start": start,
         "event_end": end,
@@ -162,7 +165,7 @@ def _found(evidence: Evidence) -> Found:
             by=later.by, said_at=_iso(later.on) or "", since=since, content=later.content
         )
     return Found(
-        **_memory(evidence.unit),  # type: ignore[arg-type]
+        **_memory(evidence.unit, evidence.said),  # type: ignore[arg-type]
         rank=evidence.rank,
         valid=list(evidence.satisfied),
         superseded=superseded,
@@ -307,7 +310,10 @@ class Tools:
             )
         )
         said = _iso(said_at(unit)) or _iso(moment) or ""
-        return _result(f"Remembered {unit.id} (said {said}).", Remembered(id=unit.id, said_at=said))
+        ids = [u.id for u in self._pieces(unit)]
+        return _result(
+            f"Remembered {unit.id} (said {said}).", Remembered(id=unit.id, ids=ids, said_at=said)
+        )
 
     def recall(
         self,
@@ -322,21 +328,22 @@ class Tools:
         block = dated(self.memory.format(found))
         return _result(block or f"No memories match {question!r}.", value)
 
-    def list(
+    def list_memories(
         self,
         limit: Annotated[int, Field(description="memories per page", ge=1, le=200)] = 20,
         after: Annotated[str | None, Field(description="the last id of the previous page")] = None,
         session_id: Annotated[str | None, Field(description="only this session's")] = None,
     ) -> Annotated[CallToolResult, Page]:
         ns = self._ns()
-        units = _checked(
+        units = _checked(  # one more than asked: is there a next page?
             lambda: self.memory.memories(
-                namespace=ns, session_id=session_id, limit=limit, after=after
+                namespace=ns, session_id=session_id, limit=limit + 1, after=after
             )
         )
+        shown = units[:limit]
         page = Page(
-            memories=[Memory(**_memory(u)) for u in units],  # type: ignore[arg-type]
-            next_after=units[-1].id if len(units) == limit else None,
+            memories=[Memory(**_memory(u)) for u in shown],  # type: ignore[arg-type]
+            next_after=shown[-1].id if len(units) > limit else None,
         )
         lines = [_line(m) for m in page.memories] or ["No memories."]
         if page.next_after:
@@ -351,6 +358,19 @@ class Tools:
             raise ToolError(msg)
         return unit
 
+    def _pieces(self, unit: MemoryUnit) -> list[MemoryUnit]:
+        """Every memory the message of ``unit`` was stored as (a long text is cut into
+        pieces that share their turn), in order."""
+        ctx = unit.context
+        ns = self._ns()
+        same = _checked(
+            lambda: self.memory.store.get(
+                ns, conversation_id=ctx.conversation_id, session_id=ctx.session_id
+            )
+        )
+        pieces = [u for u in same if u.source_ids == unit.source_ids]
+        return sorted(pieces, key=lambda u: u.id != unit.id) or [unit]
+
     def show(
         self,
         id: Annotated[str, Field(description="the memory's id", min_length=1)],  # noqa: A002
@@ -364,7 +384,8 @@ class Tools:
     ) -> Annotated[CallToolResult, Forgotten]:
         unit = self._unit(id)  # an id that matches nothing is an error
         ns = self._ns()
-        deleted = _checked(lambda: self.memory.delete(unit_ids=[unit.id], namespace=ns))
+        ids = [u.id for u in self._pieces(unit)]  # the whole message, not one piece of it
+        deleted = _checked(lambda: self.memory.delete(unit_ids=ids, namespace=ns))
         return _result(f"Forgot {id}.", Forgotten(id=id, deleted=deleted))
 
     def memories(self) -> str:
@@ -405,7 +426,11 @@ def build_server(
         if url is None:
             raise ValueError("tokens need the server's url")
         verifier = Tokens(tokens)
-        auth = AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp")  # type: ignore[arg-type]
+        auth = AuthSettings(  # static tokens: each is this server's own, no audience to check
+            issuer_url=url,  # type: ignore[arg-type]
+            resource_server_url=f"{url}/mcp",  # type: ignore[arg-type]
+            validate_token_resource=False,
+        )
     server: MCPServer = MCPServer(
         "ramem",
         title="RaMem memory",
@@ -415,18 +440,19 @@ def build_server(
         auth=auth,
     )
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    for fn, text, hints in (
-        (tools.remember, descriptions.REMEMBER, ToolAnnotations(open_world_hint=False)),
-        (tools.recall, descriptions.RECALL, reads),
-        (tools.list, descriptions.LIST, reads),
-        (tools.show, descriptions.SHOW, reads),
+    for name, fn, text, hints in (
+        ("remember", tools.remember, descriptions.REMEMBER, ToolAnnotations(open_world_hint=False)),
+        ("recall", tools.recall, descriptions.RECALL, reads),
+        ("list", tools.list_memories, descriptions.LIST, reads),
+        ("show", tools.show, descriptions.SHOW, reads),
         (
+            "forget",
             tools.forget,
             descriptions.FORGET,
             ToolAnnotations(destructive_hint=True, open_world_hint=False),
         ),
     ):
-        server.add_tool(fn, name=fn.__name__, description=text, annotations=hints)
+        server.add_tool(fn, name=name, description=text, annotations=hints)
     server.resource(
         "ramem://memories",
         name="memories",

@@ -193,9 +193,10 @@ def _pip_problems(args: list[str], shown: str) -> list[str]:
     extras = set(project["optional-dependencies"])
     problems = []
     for arg in (a for a in args if not a.startswith("-")):
-        spec = re.fullmatch(r"(\.|ramem)(?:\[([\w,\s-]+)\])?", arg)
+        # from a checkout: the "ramem" on PyPI is another project
+        spec = re.fullmatch(r"(\.)(?:\[([\w,\s-]+)\])?", arg)
         if spec is None:
-            problems.append(f"{shown}: installs {arg!r}, not RaMem")
+            problems.append(f"{shown}: installs {arg!r}, not this checkout of RaMem")
             continue
         named = [e.strip() for e in (spec.group(2) or "").split(",") if e.strip()]
         problems += [f"{shown}: no extra {e!r} in pyproject.toml" for e in named if e not in extras]

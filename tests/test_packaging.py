@@ -19,9 +19,9 @@ def test_every_public_name_resolves(package: str) -> None:
 @pytest.mark.parametrize(
     ("package", "framework", "extra"),
     [
-        ("langchain_ramem", "langchain_core", "ramem[langchain]"),
-        ("llamaindex_ramem", "llama_index", "ramem[llamaindex]"),
-        ("ramem_mcp", "mcp", "ramem[mcp]"),
+        ("langchain_ramem", "langchain_core", "pip install '.[langchain]'"),
+        ("llamaindex_ramem", "llama_index", "pip install '.[llamaindex]'"),
+        ("ramem_mcp", "mcp", "pip install '.[mcp]'"),
     ],
 )
 def test_missing_extra_names_the_install_command(package: str, framework: str, extra: str) -> None:
@@ -66,5 +66,5 @@ def test_llm_models_come_from_an_installed_provider(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ModelUnavailableError, match="provider 'langchain'"):
         load_llm("no-such-provider:model")  # reached LangChain's init_chat_model
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda **_: [])
-    with pytest.raises(ModelUnavailableError, match=r"pip install 'ramem\[langchain\]'"):
+    with pytest.raises(ModelUnavailableError, match=r"pip install '\.\[langchain\]'"):
         load_llm("openai:gpt-4o-mini")

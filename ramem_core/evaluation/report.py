@@ -1,6 +1,6 @@
 """A Markdown report with PNG plots from an evaluation summary.
 
-Plots need matplotlib (``pip install 'ramem[eval]'``); without it the report has the tables only
+Plots need matplotlib (``pip install '.[eval]'``); without it the report has the tables only
 and says so.
 """
 
@@ -397,7 +397,7 @@ def write_report(summary: dict[str, Any], out: str | Path, command: str = "") ->
     if plots:
         parts += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
     else:
-        parts += ["(plots skipped: matplotlib is not installed; pip install 'ramem[eval]')", ""]
+        parts += ["(plots skipped: matplotlib is not installed; pip install '.[eval]')", ""]
     parts += [DEFINITIONS]
     path = out / "report.md"
     path.write_text("\n".join(parts), encoding="utf-8")

@@ -9,7 +9,7 @@ import numpy as np
 
 from ramem_core.retrieval.passes.base import Facts, Pick
 from ramem_core.retrieval.supersession import supersession
-from ramem_core.types import Evidence
+from ramem_core.types import Evidence, from_epoch
 
 
 def _with_held(satisfied: tuple[str, ...], held: str | None) -> tuple[str, ...]:
@@ -27,6 +27,7 @@ def evidence(picks: Sequence[Pick], facts: Facts, *, dense: bool) -> list[Eviden
     snap, ranking, conditions = facts.snap, facts.ranking, facts.conditions
     cosines = facts.probe.cosines if dense and snap.vectors is not None else None
     successor = {p.row: p.superseded_by for p in picks if p.superseded_by is not None}
+    said_at = snap.columns["said_at"]  # each memory's own said time (epoch seconds; 0: unknown)
     out = []
     ceiling = np.inf
     for place, pick in enumerate(picks, start=1):
@@ -46,6 +47,7 @@ def evidence(picks: Sequence[Pick], facts: Facts, *, dense: bool) -> list[Eviden
                 satisfied=_with_held(conditions.satisfied(unit), pick.held),
                 superseded=supersession(snap, row, successor, facts.kinds),
                 member=pick.member,
+                said=from_epoch(int(said_at[row])) if said_at[row] else None,
             )
         )
     return out

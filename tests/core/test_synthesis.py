@@ -123,3 +123,22 @@ def test_a_framework_that_wraps_memories_gets_another_tag(memory: RaMem) -> None
     assert "<memory" not in block.text
     with pytest.raises(InvalidInputError, match="tag must be"):
         memory.situate("cat", tag="x><script")
+
+
+def test_live_turns_of_one_session_are_rendered_with_their_own_times(memory: RaMem) -> None:
+    """A live session's turns share its span (09:00-10:30): each memory is shown said at its
+    own time, not at the session's start."""
+    said = {(9, 0): "I had coffee with Ana", (9, 40): "I bought running shoes"}
+    said[(10, 30)] = "I booked a flight to Rome"
+    for (hour, minute), text in said.items():
+        memory.add_turn("user", text, at=datetime(2024, 3, 1, hour, minute))
+    found = memory.recall("What did I do?", at=datetime(2024, 3, 2))
+    assert {e.unit.context.session_span for e in found} == {
+        found[0].unit.context.session_span  # one session
+    }
+    assert {e.unit.content: e.said for e in found} == {
+        f"user: {text}": datetime(2024, 3, 1, *at) for at, text in said.items()
+    }
+    rendered = memory.format(found).text
+    for hour, minute in said:
+        assert f'said="1 March 2024, {hour:02d}:{minute:02d}" session="live-s1"' in rendered

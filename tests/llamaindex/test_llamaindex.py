@@ -331,3 +331,22 @@ async def test_the_block_keeps_the_times_of_the_chats_read_last(
     for session in ("a", "b", "a", "c"):
         await block.aget(said, session_id=session)
     assert list(block._said) == ["a", "c"]
+
+
+async def test_a_reply_flushed_before_any_get_showed_it_takes_its_questions_time(
+    memory: RaMem,
+) -> None:
+    """An agent reads its memory after the user's message, not after its own reply: when the
+    next day's message flushes the exchange out of the buffer before any get, the reply (never
+    shown) is stored with the message it answers, not at the flush."""
+    clock = _Clock(datetime(2024, 3, 1, 18))
+    block = RaMemMemoryBlock(memory=memory, namespace="ana", clock=clock)
+    agent_memory = _agent_memory(block)
+    await _exchange(agent_memory, "I adopted a dog yesterday.", "What a lovely dog news!")
+    clock.now = datetime(2024, 3, 5, 18)
+    long = " ".join(f"Here is detail number {n} about my garden." for n in range(60))
+    await agent_memory.aput(ChatMessage(role=MessageRole.USER, content=long))  # flushes
+    [reply] = _stored(memory, "lovely dog")
+    [dog] = _stored(memory, "adopted a dog")
+    assert said_at(dog) == datetime(2024, 3, 1, 18)
+    assert said_at(reply) == datetime(2024, 3, 1, 18)

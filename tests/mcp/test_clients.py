@@ -74,14 +74,14 @@ async def test_the_python_sdks_client_over_stdio(tmp_path: Path) -> None:
             )
         )
         assert "Porto" in now["memories"][0]["content"]
-        assert now["memories"][0]["said_at"] == "2024-05-28T09:00:00"
+        assert now["memories"][0]["said_at"] == "2024-05-28T09:00:00Z"
         april = structured(
             await session.call_tool(
                 "recall", {"question": "Where did I live in April?", "at": "2024-08-01T09:00:00Z"}
             )
         )
         assert april["memories"][0]["id"] == lisbon["id"]
-        assert april["memories"][0]["said_at"] == "2024-04-10T09:00:00"
+        assert april["memories"][0]["said_at"] == "2024-04-10T09:00:00Z"
         page = structured(await session.call_tool("list", {}))
         assert len(page["memories"]) == 2  # the bad time stored nothing
 
@@ -183,18 +183,18 @@ def test_the_typescript_sdks_client(tmp_path: Path) -> None:
     assert schemas["remember"]["required"] == ["speaker", "text"]
     assert schemas["recall"]["required"] == ["question"]
     porto = seen["porto"]["structured"]
-    assert porto["said_at"] == "2024-05-28T16:30:00"  # 18:30 at +02:00, stored as UTC
+    assert porto["said_at"] == "2024-05-28T16:30:00Z"  # 18:30 at +02:00, stored as UTC
     assert seen["portoAgain"]["structured"]["id"] == porto["id"]  # the same key: stored once
     assert seen["badTime"]["isError"]
     assert "ISO 8601" in seen["badTime"]["text"]
 
     now = seen["now"]["structured"]
-    assert now["frame"]["now"] == "2024-06-10T09:00:00"
+    assert now["frame"]["now"] == "2024-06-10T09:00:00Z"
     assert now["memories"][0]["id"] == porto["id"]
     assert "superseded" in seen["now"]["text"]
     april = seen["april"]["structured"]
     assert april["memories"][0]["id"] == seen["lisbon"]["structured"]["id"]
-    assert april["memories"][0]["said_at"] == "2024-04-10T09:00:00"
+    assert april["memories"][0]["said_at"] == "2024-04-10T09:00:00Z"
     assert len(seen["page"]["structured"]["memories"]) == 2
 
 
@@ -213,7 +213,7 @@ def test_a_langchain_agent_uses_ramem_through_langchain_mcp_adapters(tmp_path: P
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["tools"] == ["forget", "list", "recall", "remember", "show"]
     remembered, _, recalled = seen["results"]
-    assert remembered["structured"]["said_at"] == "2024-04-10T09:00:00"
+    assert remembered["structured"]["said_at"] == "2024-04-10T09:00:00Z"
     assert recalled["status"] == "success"
     assert "Porto" in recalled["structured"]["memories"][0]["content"]
     # what the model read back: the memories with when they were said and what superseded

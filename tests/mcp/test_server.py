@@ -81,11 +81,11 @@ async def test_recall_reads_the_moment_of_asking(memory: RaMem) -> None:
         await lisbon_then_porto(client)
         now = await call(client, "recall", question="Where do I live now?", at="2024-06-10T09:00Z")
         found = now.structured_content
-        assert found["frame"]["now"] == "2024-06-10T09:00:00"
+        assert found["frame"]["now"] == "2024-06-10T09:00:00Z"
         first, second = found["memories"][:2]
         assert "Porto" in first["content"]
-        assert first["said_at"] == "2024-05-28T10:00:00"
-        assert first["event_start"] == "2024-05-20T00:00:00"  # "last week", read against 28 May
+        assert first["said_at"] == "2024-05-28T10:00:00Z"
+        assert first["event_start"] == "2024-05-20T00:00:00Z"  # "last week", read against 28 May
         assert "Lisbon" in second["content"]
         assert second["superseded"]["by"] == first["id"]
         text = now.content[0].text
@@ -94,21 +94,21 @@ async def test_recall_reads_the_moment_of_asking(memory: RaMem) -> None:
 
         april = await call(client, "recall", question="Where did I live in April?", at="2024-08-01")
         found = april.structured_content
-        assert found["frame"]["now"] == "2024-08-01T00:00:00"
+        assert found["frame"]["now"] == "2024-08-01T00:00:00Z"
         assert [t["grounded"] for t in found["frame"]["times"]] == [True]
         assert "Lisbon" in found["memories"][0]["content"]
-        assert found["memories"][0]["said_at"] == "2024-04-10T10:00:00"
+        assert found["memories"][0]["said_at"] == "2024-04-10T10:00:00Z"
         assert memory.count(namespace="me") == 2
 
 
 async def test_without_at_now_is_the_servers_clock(memory: RaMem) -> None:
     async with served(memory) as client:
         stored = await call(client, "remember", speaker="user", text="I adopted a cat yesterday")
-        assert stored.structured_content["said_at"] == NOW.isoformat()
+        assert stored.structured_content["said_at"] == NOW.isoformat() + "Z"
         shown = await call(client, "show", id=stored.structured_content["id"])
-        assert shown.structured_content["event_start"] == "2024-06-09T00:00:00"
+        assert shown.structured_content["event_start"] == "2024-06-09T00:00:00Z"
         found = await call(client, "recall", question="Did I adopt a pet?")
-        assert found.structured_content["frame"]["now"] == NOW.isoformat()
+        assert found.structured_content["frame"]["now"] == NOW.isoformat() + "Z"
 
 
 async def test_a_retry_with_the_same_key_stores_once(memory: RaMem) -> None:
@@ -179,7 +179,7 @@ async def test_list_pages_newest_first_show_and_forget(memory: RaMem) -> None:
 
         figs = page["memories"][1]["id"]
         shown = await call(client, "show", id=figs)
-        assert shown.structured_content["said_at"] == "2024-04-02T10:00:00"
+        assert shown.structured_content["said_at"] == "2024-04-02T10:00:00Z"
         assert figs in shown.content[0].text
         gone = await call(client, "forget", id=figs)
         assert gone.structured_content == {"id": figs, "deleted": 1}
@@ -201,7 +201,7 @@ async def test_the_namespaces_memories_are_resources(memory: RaMem) -> None:
             "user: I live in Lisbon",
         ]
         one = await client.read_resource(f"ramem://memories/{memories[1]['id']}")
-        assert json.loads(one.contents[0].text)["said_at"] == "2024-04-10T10:00:00"  # type: ignore[union-attr]
+        assert json.loads(one.contents[0].text)["said_at"] == "2024-04-10T10:00:00Z"  # type: ignore[union-attr]
 
 
 async def test_only_the_servers_namespace_is_served(memory: RaMem) -> None:
@@ -242,3 +242,47 @@ def test_a_bad_address_is_refused(text: str) -> None:
 def test_a_short_token_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="16"):
         check_tokens(Address.parse("127.0.0.1:1"), {"short": "me"})
+
+
+async def test_each_recalled_message_keeps_its_own_said_time(memory: RaMem) -> None:
+    """Three messages of one session (minutes apart): each is recalled with its own time, in
+    the structured result and in the text the model reads, not the session's start or end."""
+    said = {"09:00": "I had coffee with Ana", "09:40": "I bought running shoes"}
+    said["10:30"] = "I booked a flight to Rome"
+    async with served(memory) as client:
+        for at, text in said.items():
+            await call(client, "remember", speaker="user", text=text, at=f"2024-03-01T{at}Z")
+        found = await call(client, "recall", question="What did I do?", at="2024-03-02T09:00Z")
+    by_text = {m["content"]: m["said_at"] for m in found.structured_content["memories"]}
+    assert by_text == {f"user: {t}": f"2024-03-01T{at}:00Z" for at, t in said.items()}
+    for at in said:
+        assert f'said="1 March 2024, {at}"' in found.content[0].text
+
+
+async def test_forget_deletes_every_piece_of_a_long_message(memory: RaMem) -> None:
+    long = " ".join(
+        f"Sentence {i} of a long note about my allergy to penicillin." for i in range(60)
+    )
+    async with served(memory) as client:
+        await call(client, "remember", speaker="user", text="I live in Lisbon", at="2024-04-01")
+        stored = await call(client, "remember", speaker="user", text=long, at="2024-04-02")
+        ids = stored.structured_content["ids"]
+        assert len(ids) > 1
+        assert ids[0] == stored.structured_content["id"]
+        assert memory.count(namespace="me") == 1 + len(ids)
+        gone = await call(client, "forget", id=stored.structured_content["id"])
+        assert gone.structured_content["deleted"] == len(ids)
+        assert memory.count(namespace="me") == 1  # only Lisbon is left
+        found = await call(client, "recall", question="Am I allergic to anything?")
+        assert all("penicillin" not in m["content"] for m in found.structured_content["memories"])
+
+
+async def test_a_full_last_page_says_there_is_no_next_one(memory: RaMem) -> None:
+    async with served(memory) as client:
+        for day in (1, 2):
+            await call(client, "remember", speaker="user", text=f"Note {day}", at=f"2024-04-0{day}")
+        page = (await call(client, "list", limit=2)).structured_content
+        assert len(page["memories"]) == 2
+        assert page["next_after"] is None
+        first = (await call(client, "list", limit=1)).structured_content
+        assert first["next_after"] == first["memories"][0]["id"]
