@@ -36,7 +36,6 @@ RESULT = ROOT / "benchmarks" / "results" / "ab_recall.json"
 
 def worker(tree: Path, size: int) -> None:
     """Serve timed recalls of ``tree``'s RaMem over stdin/stdout."""
-    sys.path[:0] = [str(tree), str(tree / "benchmarks")]
     import numpy as np
     from bench_core import synthetic_conversation
 
@@ -73,7 +72,6 @@ def file_worker(tree: Path, size: int, directory: Path) -> None:
     """Serve timed first recalls of ``tree``'s RaMem from a snapshot file: each request
     opens the directory anew (Chroma + the namespace's snapshot file), recalls once, and
     closes."""
-    sys.path[:0] = [str(tree), str(tree / "benchmarks")]
     import numpy as np
     from bench_core import synthetic_conversation
 
@@ -109,6 +107,15 @@ def file_worker(tree: Path, size: int, directory: Path) -> None:
         )
 
 
+def _on(tree: Path) -> dict[str, str]:
+    """The environment of a worker that imports ``tree``'s ``ramem_core`` (ahead of the
+    installed one)."""
+    import os
+
+    paths = [str(tree), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
@@ -117,7 +124,6 @@ def _percentile(values: list[float], q: float) -> float:
 def run(
     before: Path, after: Path, size: int, queries: int, files: Path | None = None
 ) -> dict[str, Any]:
-    sys.path[:0] = [str(ROOT / "benchmarks")]
     from bench_core import distinct_queries
 
     texts = distinct_queries(queries + 10, size + 1)
@@ -137,6 +143,7 @@ def run(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env=_on(tree),
         )
         for name, tree in (("before", before), ("after", after))
     }

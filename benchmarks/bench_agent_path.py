@@ -32,29 +32,27 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ramem_core import Kind, RaMem, RetrievalConfig  # noqa: E402
-from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
-from ramem_core.evaluation import metrics  # noqa: E402
-from ramem_core.evaluation.harness import LOCOMO_HOLDOUT  # noqa: E402
-from ramem_core.evaluation.stats import paired_bootstrap  # noqa: E402
-from ramem_core.loaders import (  # noqa: E402
+from ramem_core import Kind, RaMem, RetrievalConfig
+from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder
+from ramem_core.evaluation import metrics
+from ramem_core.evaluation.harness import LOCOMO_HOLDOUT
+from ramem_core.evaluation.stats import paired_bootstrap
+from ramem_core.loaders import (
     locomo_conversation,
     longmemeval_conversation,
     longmemeval_evidence,
 )
-from ramem_core.store.chroma import ChromaStore  # noqa: E402
-from ramem_core.temporal import parse_timestamp  # noqa: E402
-from ramem_core.types import Conversation, Evidence, Recall, Relation, Session  # noqa: E402
+from ramem_core.store.chroma import ChromaStore
+from ramem_core.temporal import parse_timestamp
+from ramem_core.types import Conversation, Evidence, Recall, Relation, Session
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data"
 LOCOMO = DATA / "locomo_dev.json"
@@ -91,7 +89,9 @@ def scripted_reply(messages: list[Any]) -> str:
     return reply
 
 
-def _score(found: Recall, gold: list[str], turn_of: dict[str, list[str]]) -> dict[str, float]:
+def evidence_score(
+    found: Recall, gold: list[str], turn_of: dict[str, list[str]]
+) -> dict[str, float]:
     """Recall@10 (LoCoMo: share of the evidence turns; LongMemEval: any evidence turn), wrong
     episode at 1 and whether rank 1 is a recorded question or reply."""
     turns = [turn_of.get(e.unit.id, []) for e in found]
@@ -125,7 +125,7 @@ def _anchor_side(found: Recall) -> bool | None:
     return span.end < t.window.start if t.relation is Relation.AFTER else span.start > t.window.end
 
 
-def _paired(a: list[float], b: list[float]) -> dict[str, float | int]:
+def paired_dict(a: list[float], b: list[float]) -> dict[str, float | int]:
     result = paired_bootstrap(a, b)
     return result.as_dict() if result is not None else {}
 
@@ -206,8 +206,8 @@ class Bench:
                     **qa["meta"],
                     "question": q,
                     "gold": gold,
-                    "bulk": _score(bulk, gold, turn_of_bulk),
-                    "live": _score(
+                    "bulk": evidence_score(bulk, gold, turn_of_bulk),
+                    "live": evidence_score(
                         memory.recall(q, namespace=live_ns, at=when), gold, turn_of_live
                     ),
                     "anchor_side": {
@@ -215,7 +215,8 @@ class Bench:
                         **{name: _anchor_side(found) for name, found in others.items()},
                     },
                     "before_after": {
-                        name: _score(found, gold, turn_of_bulk) for name, found in others.items()
+                        name: evidence_score(found, gold, turn_of_bulk)
+                        for name, found in others.items()
                     },
                 }
             )
@@ -237,17 +238,17 @@ class Bench:
         for row, qa in zip(rows, questions, strict=True):
             when = at(qa)
             echoed = memory.recall(qa["question"], namespace=live_ns, at=when)
-            row["echo"] = {"default": _score(echoed, row["gold"], turn_of_live)}
+            row["echo"] = {"default": evidence_score(echoed, row["gold"], turn_of_live)}
             for name, variant in self.variants.items():
                 found = variant.recall(qa["question"], namespace=live_ns, at=when)
-                row["echo"][name] = _score(found, row["gold"], turn_of_live)
+                row["echo"][name] = evidence_score(found, row["gold"], turn_of_live)
         return rows
 
 
 def locomo_questions(store: ChromaStore, samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each LoCoMo sample ingested whole into ``store`` (its id as the namespace), and its
     answerable questions with evidence: ``sid``, ``question``, ``gold``, ``turn_of`` (memory
-    id -> source turns, for :func:`_score`), ``split`` and ``category``."""
+    id -> source turns, for :func:`evidence_score`), ``split`` and ``category``."""
     questions = []
     for sample in samples:
         sid = sample["sample_id"]
@@ -351,7 +352,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         }
     paired = {
         f"{b} minus {a}": {
-            field: _paired(
+            field: paired_dict(
                 [columns[b](r)[field] for r in rows], [columns[a](r)[field] for r in rows]
             )
             for field in (recall, "d_at_1")
@@ -379,7 +380,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         )
     before_after["all questions, minus default"] = {
         name: {
-            field: _paired(
+            field: paired_dict(
                 [r["before_after"][name][field] for r in rows],
                 [r["bulk"][field] for r in rows],
             )

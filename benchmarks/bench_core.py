@@ -20,7 +20,6 @@ import json
 import random
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from datetime import datetime, timedelta
@@ -30,10 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ramem_core import (  # noqa: E402
+from ramem_core import (
     ChromaStore,
     Conversation,
     MemoryUnit,
@@ -43,10 +39,12 @@ from ramem_core import (  # noqa: E402
     Session,
     Turn,
 )
-from ramem_core.embedding import MiniLMEmbedder, RecentQueries  # noqa: E402
-from ramem_core.evaluation import metrics  # noqa: E402
-from ramem_core.loaders import load_conversations  # noqa: E402
-from ramem_core.retrieval import CONTENT_ONLY  # noqa: E402
+from ramem_core.embedding import MiniLMEmbedder, RecentQueries
+from ramem_core.evaluation import metrics
+from ramem_core.loaders import load_conversations
+from ramem_core.retrieval import CONTENT_ONLY
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 NAMES = ["Alice", "Ben", "Carol", "Dmitri", "Elena", "Farah", "Gus", "Hana"]

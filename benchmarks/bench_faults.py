@@ -35,7 +35,7 @@ import numpy as np
 
 from ramem_core import RaMem, StoreError, UncertainWriteError
 from ramem_core.index.files import SnapshotFiles
-from ramem_core.store.chroma import VERSION_ID, ChromaStore, _settings
+from ramem_core.store.chroma import VERSION_ID, ChromaStore, client_settings
 from ramem_core.testing import (
     HashEmbedder,
     StallingProxy,
@@ -74,7 +74,7 @@ def ambiguous_writes(turns: int, seed: int = 0) -> dict[str, Any]:
     by the other worker."""
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:
-        client = chromadb.PersistentClient(path=tmp, settings=_settings())
+        client = chromadb.PersistentClient(path=tmp, settings=client_settings())
         one, two = (
             RaMem(ChromaStore(client, HashEmbedder()), counter=WordCounter(), refresh_seconds=0)
             for _ in range(2)
@@ -423,7 +423,7 @@ def version_records(lifetimes: int) -> dict[str, Any]:
     left and the time of one ``version()`` read, compacted and not (before)."""
     out = {}
     for label, compacting in (("compacted", True), ("never compacted (before)", False)):
-        client = chromadb.EphemeralClient(_settings())
+        client = chromadb.EphemeralClient(client_settings())
         name = f"vr{int(compacting)}"
         patch = (
             mock.patch.object(ChromaStore, "compact", return_value=0)

@@ -21,6 +21,10 @@ once), then measures, side by side on this machine:
   same texts.
 
 Prints a table and writes ``results/bench_fleet.json``; stops its server.
+
+With ``--ab TREE`` (another checkout, e.g. ``git worktree add /tmp/base <commit>``) every
+timed phase runs for both checkouts on the same server and data, in turn, each in processes
+that import that checkout's ``ramem_core``; the table gives both and their ratios.
 """
 
 from __future__ import annotations
@@ -37,19 +41,19 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench_core import percentile, write_result
+from bench_live import rss_mb
+
+from ramem_core import RaMem
+from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder
+from ramem_core.loaders import load_conversations
+from ramem_core.store.chroma import ChromaStore
+from ramem_core.store.codec import to_metadata
+from ramem_core.testing import serve_chroma
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from bench_core import percentile, write_result  # noqa: E402
-from bench_live import rss_mb  # noqa: E402
-
-from ramem_core import RaMem  # noqa: E402
-from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
-from ramem_core.loaders import load_conversations  # noqa: E402
-from ramem_core.store.chroma import ChromaStore  # noqa: E402
-from ramem_core.store.codec import to_metadata  # noqa: E402
-from ramem_core.testing import serve_chroma  # noqa: E402
+TREE = ROOT
+"""This checkout (what ``--ab`` compares another one with)."""
 
 DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 RESULT = ROOT / "benchmarks" / "results" / "bench_fleet.json"
@@ -133,44 +137,87 @@ def worker(task: dict[str, Any], out: Any) -> None:
     if task.get("persist"):
         memory.snapshots.persist()
     result["rss_mb"] = rss_mb()
+    result["ramem_core"] = str(Path(sys.modules["ramem_core"].__file__ or "").parents[1])
     memory.close()
     out.put(result)
 
 
-def run_workers(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run ``tasks`` in as many fresh processes at once; their results in order."""
+def _start(procs: list[Any], tree: Path) -> None:
+    """Start ``procs`` importing ``tree``'s ``ramem_core``: spawned processes start with this
+    environment, whose ``PYTHONPATH`` puts ``tree`` ahead of the installed checkout."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), before) if p)
+    try:
+        for proc in procs:
+            proc.start()
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+def run_workers(tasks: list[dict[str, Any]], tree: Path = TREE) -> list[dict[str, Any]]:
+    """Run ``tasks`` in as many fresh processes at once, on ``tree``; results in order."""
     context = mp.get_context("spawn")
     queues = [context.Queue() for _ in tasks]
     pairs = zip(tasks, queues, strict=True)
     procs = [context.Process(target=worker, args=pair) for pair in pairs]
-    for proc in procs:
-        proc.start()
+    _start(procs, tree)
     results = [q.get() for q in queues]
     for proc in procs:
         proc.join()
     return results
 
 
+def _call(out: Any, name: str, args: tuple[Any, ...]) -> None:
+    out.put(globals()[name](*args))
+
+
+def in_tree(tree: Path, name: str, *args: Any) -> Any:
+    """This module's function ``name`` called with ``args`` in a fresh process on ``tree``."""
+    context = mp.get_context("spawn")
+    queue = context.Queue()
+    proc = context.Process(target=_call, args=(queue, name, args))
+    _start([proc], tree)
+    result = queue.get()
+    proc.join()
+    return result
+
+
 # ------------------------------------------------------------------ phases
 
 
-def ingest(port: int, users: int, conversations: list[Any]) -> dict[str, Any]:
-    """Store every user; the first few with the real embedder, timed against it alone."""
+def timed_ingest(port: int, users: int, prefix: str) -> dict[str, Any]:
+    """Store the first ``users`` users (namespaces ``{prefix}user-N``) with the real
+    embedder, timed against the embedder alone on the same texts."""
+    conversations = load_conversations(DATA)
     real = MiniLMEmbedder()
-    cached = CachedEmbedder(real, CACHE)
-    timed = min(3, users)
     texts_total, ingest_s, embed_s = 0, 0.0, 0.0
     with RaMem.open(host="127.0.0.1", port=port, embedder=real) as memory:
-        for user in range(timed):
+        real.embed(["warm up"])
+        for user in range(users):
             conversation = conversations[user % len(conversations)]
             texts = [u.content for u in memory.anchorer.anchor(conversation)]
             t = time.perf_counter()
             real.embed(texts)
             embed_s += time.perf_counter() - t
             t = time.perf_counter()
-            report = memory.add_conversation(conversation, namespace=f"user-{user}")
+            report = memory.add_conversation(conversation, namespace=f"{prefix}user-{user}")
             ingest_s += time.perf_counter() - t
             texts_total += report.turns
+    return {
+        "ingest_turns_per_s": round(texts_total / ingest_s, 1),
+        "embedder_turns_per_s": round(texts_total / embed_s, 1),
+        "ingest_over_embedder": round(embed_s / ingest_s, 3),
+    }
+
+
+def ingest(port: int, users: int, conversations: list[Any]) -> dict[str, Any]:
+    """Store every user (the first few timed by :func:`timed_ingest`, on this checkout)."""
+    timed = min(3, users)
+    result = timed_ingest(port, timed, "")
+    cached = CachedEmbedder(MiniLMEmbedder(), CACHE)
     with RaMem.open(host="127.0.0.1", port=port, embedder=cached) as memory:
         start = time.perf_counter()
         for user in range(timed, users):
@@ -181,13 +228,7 @@ def ingest(port: int, users: int, conversations: list[Any]) -> dict[str, Any]:
                 rate = (user + 1 - timed) / (time.perf_counter() - start)
                 print(f"  stored {user + 1}/{users} users ({rate:.1f} users/s)", flush=True)
         memories = sum(memory.count(namespace=f"user-{u}") for u in range(users))
-    return {
-        "users": users,
-        "memories": memories,
-        "ingest_turns_per_s": round(texts_total / ingest_s, 1),
-        "embedder_turns_per_s": round(texts_total / embed_s, 1),
-        "ingest_over_embedder": round(embed_s / ingest_s, 3),
-    }
+    return {"users": users, "memories": memories, **result}
 
 
 def live_turns(port: int, turns: int) -> dict[str, Any]:
@@ -272,24 +313,17 @@ def _outside(users: list[int], measured: list[int], w: int) -> int | None:
     return others[w % len(others)] if others else None
 
 
-def measure(
-    port: int,
-    args: argparse.Namespace,
-    conversations: list[Any],
-    questions: list[list[str]],
-    workdir: Path,
+def read_phases(
+    port: int, args: argparse.Namespace, questions: list[list[str]], workdir: Path, tree: Path
 ) -> dict[str, Any]:
-    """Every measurement of the table, against the server on ``port``."""
-    result: dict[str, Any] = {"users": args.users, "workers": args.workers, "cpus": os.cpu_count()}
-    print(f"ingest: {args.users} users through chroma run on port {port}", flush=True)
-    result["ingest"] = ingest(port, args.users, conversations)
-    print(f"  {result['ingest']}", flush=True)
+    """First recalls (rebuilt from Chroma, beside a bare get; from shared snapshot files),
+    a random-user stream and warm recall, by workers on ``tree``."""
     shared = workdir / "snapshots"
     per = args.first
     users = list(range(args.users))
     random.Random(0).shuffle(users)
     # 1. first recalls rebuilt from Chroma, beside a bare get of the same records
-    print("first recall, no snapshot files", flush=True)
+    print(f"first recall, no snapshot files ({tree})", flush=True)
     tasks = [
         {
             "port": port,
@@ -301,7 +335,8 @@ def measure(
         }
         for w in range(args.workers)
     ]
-    rebuilt = run_workers(tasks)
+    rebuilt = run_workers(tasks, tree)
+    assert {r["ramem_core"] for r in rebuilt} == {str(tree)}, "a worker ran another checkout"
     # 2. one process writes every user's snapshot file (what a fleet's workers leave)
     print("writing shared snapshot files", flush=True)
     run_workers(
@@ -314,7 +349,8 @@ def measure(
                 "snapshot_dir": str(shared),
                 "persist": True,
             }
-        ]
+        ],
+        tree,
     )
     # 3. first recalls from shared files, then a random-user stream, then warm recall
     print("first recall from shared files; random-user stream", flush=True)
@@ -331,26 +367,60 @@ def measure(
         }
         for w in range(args.workers)
     ]
-    served = run_workers(tasks)
+    served = run_workers(tasks, tree)
 
     def pooled(results: list[dict[str, Any]], key: str) -> list[float]:
         return [v for r in results for v in r[key]]
 
     first_rebuilt, bare = pooled(rebuilt, "first"), pooled(rebuilt, "bare_get")
-    result["first_recall_rebuilt_ms"] = _summary(first_rebuilt)
-    result["bare_get_ms"] = _summary(bare)
-    result["rebuilt_over_bare_get_p50"] = round(
-        percentile(first_rebuilt, 50) / percentile(bare, 50), 2
-    )
-    result["first_recall_from_file_ms"] = _summary(pooled(served, "first"))
-    result["random_user_recall_ms"] = _summary(pooled(served, "random"))
-    result["warm_recall_ms"] = _summary(pooled(served, "warm"))
-    result["worker_rss_mb"] = [round(r["rss_mb"]) for r in served]
-    result["bytes_per_memory"] = round(served[0]["bytes_per_memory"])
-    result["cache_bytes"] = served[0]["cache_bytes"]
-    result["cached_users_per_worker"] = [r["cached_users"] for r in served]
-    print("add_turn", flush=True)
-    result["add_turn"] = live_turns(port, args.turns)
+    warm = pooled(served, "warm")
+    from_file = pooled(served, "first")
+    return {
+        "first_recall_rebuilt_ms": _summary(first_rebuilt),
+        "bare_get_ms": _summary(bare),
+        "rebuilt_over_bare_get_p50": round(percentile(first_rebuilt, 50) / percentile(bare, 50), 2),
+        "first_recall_from_file_ms": _summary(from_file),
+        "from_file_p95_over_warm_p50": round(percentile(from_file, 95) / percentile(warm, 50), 2),
+        "random_user_recall_ms": _summary(pooled(served, "random")),
+        "warm_recall_ms": _summary(warm),
+        "worker_rss_mb": [round(r["rss_mb"]) for r in served],
+        "bytes_per_memory": round(served[0]["bytes_per_memory"]),
+        "cache_bytes": served[0]["cache_bytes"],
+        "cached_users_per_worker": [r["cached_users"] for r in served],
+    }
+
+
+INGEST_FIELDS = ("ingest_turns_per_s", "embedder_turns_per_s", "ingest_over_embedder")
+
+
+def measure(
+    port: int,
+    args: argparse.Namespace,
+    conversations: list[Any],
+    questions: list[list[str]],
+    workdir: Path,
+) -> dict[str, Any]:
+    """Every measurement of the table, against the server on ``port``; with ``args.ab``,
+    each timed phase for both checkouts, in turn."""
+    result: dict[str, Any] = {"users": args.users, "workers": args.workers, "cpus": os.cpu_count()}
+    print(f"ingest: {args.users} users through chroma run on port {port}", flush=True)
+    result["ingest"] = ingest(port, args.users, conversations)
+    print(f"  {result['ingest']}", flush=True)
+    trees = {"this": TREE, **({"other": args.ab.resolve()} if args.ab else {})}
+    per: dict[str, dict[str, Any]] = {name: {} for name in trees}
+    per["this"]["ingest"] = {k: result["ingest"][k] for k in INGEST_FIELDS}
+    if args.ab:
+        print(f"ingest, timed, on {args.ab}", flush=True)
+        per["other"]["ingest"] = in_tree(args.ab, "timed_ingest", port, min(3, args.users), "b-")
+    for name, tree in trees.items():
+        per[name].update(read_phases(port, args, questions, workdir / name, tree))
+    for name, tree in trees.items():
+        print(f"add_turn ({tree})", flush=True)
+        per[name]["add_turn"] = in_tree(tree, "live_turns", port, args.turns)
+    result.update({k: v for k, v in per["this"].items() if k != "ingest"})
+    result["add_turn"] = per["this"]["add_turn"]
+    if args.ab:
+        result["ab"] = {"this": str(TREE), "other": str(args.ab), "trees": per}
     return result
 
 
@@ -362,6 +432,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="random requests per worker")
     parser.add_argument("--turns", type=int, default=40, help="timed add_turn calls")
     parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--ab", type=Path, help="another checkout, measured beside this one")
     args = parser.parse_args()
     if not DATA.exists():
         print(f"skipped: {DATA} not found")
@@ -425,6 +496,48 @@ def report(result: dict[str, Any]) -> None:
     print()
     for name, value, note in rows:
         print(f"{name:<{width}}  {value:<14} {note}")
+    if "ab" in result:
+        report_ab(result["ab"])
+
+
+AB_ROWS = (
+    ("cold first recall / bare get, p50", ("rebuilt_over_bare_get_p50",), "<= 1.5"),
+    ("shared-file first recall p95 / warm p50", ("from_file_p95_over_warm_p50",), "<= 4"),
+    (
+        "add_turn server / (embed + upsert, same size)",
+        ("add_turn", "server", "over_embed_plus_upsert_copy"),
+        "<= 1.5",
+    ),
+    (
+        "add_turn server / (embed + upsert, empty)",
+        ("add_turn", "server", "over_embed_plus_upsert_empty"),
+        "",
+    ),
+    ("ingest / embedder alone", ("ingest", "ingest_over_embedder"), ">= 0.9"),
+    ("cold first recall p50 (ms)", ("first_recall_rebuilt_ms", "p50"), ""),
+    ("bare get p50 (ms)", ("bare_get_ms", "p50"), ""),
+    ("shared-file first recall p95 (ms)", ("first_recall_from_file_ms", "p95"), ""),
+    ("warm recall p50 (ms)", ("warm_recall_ms", "p50"), ""),
+    ("add_turn server p50 (ms)", ("add_turn", "server", "add_turn_p50_ms"), ""),
+)
+
+
+def report_ab(ab: dict[str, Any]) -> None:
+    """Both checkouts side by side: each ratio of the targets, and this over other."""
+    this, other = ab["trees"]["this"], ab["trees"]["other"]
+
+    def value(tree: dict[str, Any], path: tuple[str, ...]) -> float:
+        out: Any = tree
+        for key in path:
+            out = out[key]
+        return float(out)
+
+    print(f"\nA/B, one run: this = {ab['this']}, other = {ab['other']}")
+    width = max(len(r[0]) for r in AB_ROWS)
+    print(f"{'':<{width}}  {'this':>8} {'other':>8} {'this/other':>10}  target")
+    for name, path, target in AB_ROWS:
+        a, b = value(this, path), value(other, path)
+        print(f"{name:<{width}}  {a:>8.2f} {b:>8.2f} {a / b:>10.2f}  {target}")
 
 
 def _pair(summary: dict[str, float]) -> str:

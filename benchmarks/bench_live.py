@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -32,12 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from bench_core import (  # noqa: E402
+from bench_core import (
     build_scale_store,
     distinct_queries,
     percentile,
@@ -45,9 +39,11 @@ from bench_core import (  # noqa: E402
     write_result,
 )
 
-from ramem_core import ChromaStore, RaMem  # noqa: E402
-from ramem_core.anchoring import RuleAnchorer  # noqa: E402
-from ramem_core.embedding import MiniLMEmbedder  # noqa: E402
+from ramem_core import ChromaStore, RaMem
+from ramem_core.anchoring import RuleAnchorer
+from ramem_core.embedding import MiniLMEmbedder
+
+ROOT = Path(__file__).resolve().parents[1]
 
 START = datetime(2030, 1, 1, 9, 0)
 

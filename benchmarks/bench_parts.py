@@ -15,22 +15,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench_core import build_scale_store, distinct_queries, percentile
+
+from ramem_core import RaMem
+from ramem_core.embedding import MiniLMEmbedder
+from ramem_core.frames import LLMFrameInducer
+from ramem_core.retrieval import CONTENT_ONLY
+from ramem_core.testing import FakeLLM
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
-from bench_core import build_scale_store, distinct_queries, percentile  # noqa: E402
-
-from ramem_core import RaMem  # noqa: E402
-from ramem_core.embedding import MiniLMEmbedder  # noqa: E402
-from ramem_core.frames import LLMFrameInducer  # noqa: E402
-from ramem_core.retrieval import CONTENT_ONLY  # noqa: E402
-from ramem_core.testing import FakeLLM  # noqa: E402
 
 RESULT = ROOT / "benchmarks" / "results" / "issue33_refit" / "bench_parts.json"
 

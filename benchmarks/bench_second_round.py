@@ -31,17 +31,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench_core import NAMES, scale_memories
+
+from ramem_core import RaMem, RetrievalConfig
+from ramem_core.embedding import MiniLMEmbedder
+from ramem_core.index.text import Tokenizer
+from ramem_core.retrieval import CONTENT_ONLY
+from ramem_core.retrieval.members import asked_kind
+from ramem_core.testing import InMemoryStore
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
-from bench_core import NAMES, scale_memories  # noqa: E402
-
-from ramem_core import RaMem, RetrievalConfig  # noqa: E402
-from ramem_core.embedding import MiniLMEmbedder  # noqa: E402
-from ramem_core.index.text import Tokenizer  # noqa: E402
-from ramem_core.retrieval import CONTENT_ONLY  # noqa: E402
-from ramem_core.retrieval.members import asked_kind  # noqa: E402
-from ramem_core.testing import InMemoryStore  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 RESULT = ROOT / "benchmarks" / "results" / "bench_second_round.json"

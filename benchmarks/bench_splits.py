@@ -30,13 +30,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder
+from ramem_core.evaluation import harness
+from ramem_core.evaluation.stats import paired_bootstrap
+from ramem_core.protocols import Embedder
 
-from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
-from ramem_core.evaluation import harness  # noqa: E402
-from ramem_core.evaluation.stats import paired_bootstrap  # noqa: E402
-from ramem_core.protocols import Embedder  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "results" / "splits"
@@ -67,7 +66,7 @@ def lme_items(names: Sequence[str] = LME_FILES) -> Iterator[tuple[str, str, dict
             counts[kind] += 1
 
 
-def _embedder() -> Embedder:
+def cached_embedder() -> Embedder:
     """MiniLM behind the earlier evaluations' caches (read only when a text misses here)."""
     inner: Embedder = MiniLMEmbedder()
     for old in (
@@ -83,7 +82,7 @@ def _embedder() -> Embedder:
     return inner
 
 
-def _interval(pairs: Sequence[tuple[float, float]]) -> list[float]:
+def interval(pairs: Sequence[tuple[float, float]]) -> list[float]:
     paired = paired_bootstrap([a for a, _ in pairs], [b for _, b in pairs])
     assert paired is not None
     return [round(paired.diff, 3), round(paired.low, 3), round(paired.high, 3)]
@@ -116,10 +115,10 @@ def _table(
                     continue
                 for against in ("content", "ramem"):
                     pairs = list(zip(values[run], values[against], strict=True))
-                    cell[name][f"{run} - {against}"] = _interval(pairs)
+                    cell[name][f"{run} - {against}"] = interval(pairs)
             if "ramem" in values:
                 pairs = list(zip(values["ramem"], values["content"], strict=True))
-                cell[name]["ramem - content"] = _interval(pairs)
+                cell[name]["ramem - content"] = interval(pairs)
         out[group] = cell
     return out
 
@@ -132,7 +131,7 @@ def locomo(variants: Sequence[str]) -> dict[str, Any]:
         DATA / "locomo_dev.json",
         OUT / "locomo",
         options,
-        embedder=_embedder(),
+        embedder=cached_embedder(),
         progress=_progress("LoCoMo"),
     )
     rows = [json.loads(line) for line in (OUT / "locomo" / "questions.jsonl").open()]
@@ -163,7 +162,7 @@ def longmemeval(variants: Sequence[str]) -> dict[str, Any]:
         systems=("ramem", "content"), ks=(1, 5, 10), ablations=tuple(variants)
     )
     harness.evaluate_longmemeval(
-        files, OUT / "lme", options, embedder=_embedder(), progress=_progress("LongMemEval")
+        files, OUT / "lme", options, embedder=cached_embedder(), progress=_progress("LongMemEval")
     )
     rows = [json.loads(line) for line in (OUT / "lme" / "questions.jsonl").open()]
     for r in rows:

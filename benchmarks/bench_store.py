@@ -25,23 +25,21 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ramem_core import RaMem, RetrievalConfig
+from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder
+from ramem_core.evaluation import metrics
+from ramem_core.evaluation.harness import LOCOMO_HOLDOUT
+from ramem_core.evaluation.stats import paired_bootstrap
+from ramem_core.loaders import locomo_conversation
+from ramem_core.store.chroma import ChromaStore
 
-from ramem_core import RaMem, RetrievalConfig  # noqa: E402
-from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
-from ramem_core.evaluation import metrics  # noqa: E402
-from ramem_core.evaluation.harness import LOCOMO_HOLDOUT  # noqa: E402
-from ramem_core.evaluation.stats import paired_bootstrap  # noqa: E402
-from ramem_core.loaders import locomo_conversation  # noqa: E402
-from ramem_core.store.chroma import ChromaStore  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 SYSTEMS = ("ramem", "ramem_store", "in_memory_store")

@@ -29,27 +29,24 @@ Skips cleanly without the dev data.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_splits import cached_embedder, interval, lme_items
 
-from bench_splits import _embedder, _interval, lme_items  # noqa: E402
-
-from ramem_core import Evidence, RaMem, RetrievalConfig  # noqa: E402
-from ramem_core.evaluation import harness  # noqa: E402
-from ramem_core.loaders import (  # noqa: E402
+from ramem_core import Evidence, RaMem, RetrievalConfig
+from ramem_core.evaluation import harness
+from ramem_core.loaders import (
     longmemeval_conversation,
     longmemeval_evidence,
     longmemeval_sessions,
 )
-from ramem_core.temporal import parse_timestamp  # noqa: E402
+from ramem_core.temporal import parse_timestamp
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "results" / "updates"
@@ -135,7 +132,7 @@ def main() -> None:
         print(f"skipped: {DATA} has no LongMemEval dev data")
         return
     options = harness.EvalOptions(systems=("ramem", "content"), ks=(10,))
-    bench = harness._open_bench(OUT, options, _embedder(), None)
+    bench = harness._open_bench(OUT, options, cached_embedder(), None)
     asked = questions()
     print(
         f"{len(asked)} questions: {sum(q['part'] == 'choose' for q in asked)} choose,"
@@ -216,7 +213,7 @@ def main() -> None:
             cell[m] = {name: mean(r, m) for name, r in rows.items()}
             for other in ("content", "no-supersession", "no-restate"):
                 pairs = [(a[m], b[m]) for a, b in zip(rows["ramem"], rows[other], strict=True)]
-                cell[m][f"ramem - {other}"] = _interval(pairs)
+                cell[m][f"ramem - {other}"] = interval(pairs)
         memory = RaMem(bench.store, config=chosen.settled(), counter=bench.counter)
         agent = [agent_path(memory, q) for q in asked if q["part"] == part]
         cell["agent path (create_agent + middleware, clock = question date)"] = {

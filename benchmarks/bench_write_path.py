@@ -27,18 +27,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ramem_core import Conversation, RaMem, Session, Turn
+from ramem_core.testing import HashEmbedder, InMemoryStore
 
-from ramem_core import Conversation, RaMem, Session, Turn  # noqa: E402
-from ramem_core.testing import HashEmbedder, InMemoryStore  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 RESULT = ROOT / "benchmarks" / "results" / "bench_write_path.json"
 START = datetime(2030, 1, 1, 9, 0)

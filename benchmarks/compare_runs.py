@@ -100,7 +100,6 @@ _LME_PARTS: dict[str, str] | None = None
 
 
 def paired(before: Path, after: Path, system: str) -> dict[str, Any]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from ramem_core.evaluation.stats import paired_bootstrap
 
     def rows(path: Path) -> dict[tuple[str, str], dict[str, Any]]:

@@ -38,23 +38,20 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from bench_splits import OUT, cached_embedder, lme_items
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from bench_splits import OUT, _embedder, lme_items  # noqa: E402
-
-from ramem_core.evaluation import harness, metrics  # noqa: E402
-from ramem_core.loaders import (  # noqa: E402
+from ramem_core.evaluation import harness, metrics
+from ramem_core.loaders import (
     locomo_conversation,
     longmemeval_conversation,
     longmemeval_evidence,
 )
-from ramem_core.memory import RaMem  # noqa: E402
-from ramem_core.retrieval import FUSION_FEATURES, Fusion, RetrievalConfig  # noqa: E402
-from ramem_core.retrieval.fusion import FUSION_FILE, fit_listwise, matrix  # noqa: E402
-from ramem_core.temporal import parse_timestamp  # noqa: E402
+from ramem_core.memory import RaMem
+from ramem_core.retrieval import FUSION_FEATURES, Fusion, RetrievalConfig
+from ramem_core.retrieval.fusion import FUSION_FILE, fit_listwise, matrix
+from ramem_core.temporal import parse_timestamp
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data"
 RESULT = ROOT / "benchmarks" / "results" / "fit_fusion.json"
@@ -98,7 +95,7 @@ def _config(keys: str | None) -> RetrievalConfig:
 
 def locomo_questions(own: int, keys: str | None = None) -> list[Question]:
     options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
-    bench = harness._open_bench(OUT / "locomo", options, _embedder(), None)
+    bench = harness._open_bench(OUT / "locomo", options, cached_embedder(), None)
     memory = RaMem(bench.store, config=_config(keys))
     out = []
     samples = json.loads((DATA / "locomo_dev.json").read_text(encoding="utf-8"))
@@ -117,7 +114,7 @@ def locomo_questions(own: int, keys: str | None = None) -> list[Question]:
 
 def lme_questions(own: int, keys: str | None = None) -> list[Question]:
     options = harness.EvalOptions(systems=("ramem",), ks=(1, 5, 10))
-    bench = harness._open_bench(OUT / "lme", options, _embedder(), None)
+    bench = harness._open_bench(OUT / "lme", options, cached_embedder(), None)
     memory = RaMem(bench.store, config=_config(keys))
     out = []
     for _, split, item in lme_items():

@@ -18,20 +18,17 @@ match). Writes ``benchmarks/results/score_calibration.json``.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_splits import cached_embedder
+
+from ramem_core import RaMem
+from ramem_core.loaders import locomo_conversation
+from ramem_core.testing import InMemoryStore, WordCounter
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
-from bench_splits import _embedder  # noqa: E402
-
-from ramem_core import RaMem  # noqa: E402
-from ramem_core.loaders import locomo_conversation  # noqa: E402
-from ramem_core.testing import InMemoryStore, WordCounter  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 WEIGHTS = ROOT / "ramem_core" / "_data" / "score_calibration.json"
@@ -44,7 +41,7 @@ FEATURES = ("cosine", "reciprocal_rank", "contextual")
 def rows() -> list[dict[str, Any]]:
     """One row per node of RaMem's top 10 for every LoCoMo dev question (adversarial ones
     left out): its part, cosine, the relative score of before and whether it is evidence."""
-    embedder = _embedder()
+    embedder = cached_embedder()
     memory = RaMem(InMemoryStore(embedder), counter=WordCounter())
     out = []
     samples = json.loads(DATA.read_text(encoding="utf-8"))

@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ramem_core.anchoring import PIECE_CHARS
+from ramem_core.evaluation import harness
+from ramem_core.evaluation.harness import EvalOptions
+from ramem_core.evaluation.stats import paired_bootstrap
 
-from ramem_core.anchoring import PIECE_CHARS  # noqa: E402
-from ramem_core.evaluation import harness  # noqa: E402
-from ramem_core.evaluation.harness import EvalOptions  # noqa: E402
-from ramem_core.evaluation.stats import paired_bootstrap  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data"
 METRICS = (("turn", "1"), ("turn", "10"), ("session", "5"))

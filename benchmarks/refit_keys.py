@@ -19,15 +19,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import bench_splits
+
+from ramem_core.evaluation import harness
+from ramem_core.retrieval import RetrievalConfig
+from ramem_core.retrieval.fusion import Fusion
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import bench_splits  # noqa: E402
-
-from ramem_core.evaluation import harness  # noqa: E402
-from ramem_core.retrieval import RetrievalConfig  # noqa: E402
-from ramem_core.retrieval.fusion import Fusion  # noqa: E402
 
 FITS = ROOT / "benchmarks" / "results" / "issue33_refit"
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gc
 import json
-import sys
 import tempfile
 import time
 import tracemalloc
@@ -23,14 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ramem_core.anchoring import RuleAnchorer
+from ramem_core.index.episodic import EpisodicKeys
+from ramem_core.index.files import Signature, SnapshotFiles
+from ramem_core.index.snapshot import PER_MEMORY_BYTES, Snapshot
+from ramem_core.loaders import locomo_conversation
 
-from ramem_core.anchoring import RuleAnchorer  # noqa: E402
-from ramem_core.index.episodic import EpisodicKeys  # noqa: E402
-from ramem_core.index.files import Signature, SnapshotFiles  # noqa: E402
-from ramem_core.index.snapshot import PER_MEMORY_BYTES, Snapshot  # noqa: E402
-from ramem_core.loaders import locomo_conversation  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 DIMENSION = 384

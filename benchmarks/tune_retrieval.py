@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ramem_core.evaluation import harness
+from ramem_core.evaluation.harness import EvalOptions
+from ramem_core.index.episodic import EpisodicKeys
+from ramem_core.retrieval import RetrievalConfig
 
-from ramem_core.evaluation import harness  # noqa: E402
-from ramem_core.evaluation.harness import EvalOptions  # noqa: E402
-from ramem_core.index.episodic import EpisodicKeys  # noqa: E402
-from ramem_core.retrieval import RetrievalConfig  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data"
 CHOOSE = {"conv-26", "conv-30", "conv-41"}

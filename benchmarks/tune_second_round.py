@@ -24,15 +24,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench_agent_path import evidence_score, locomo_questions, paired_dict
+
+from ramem_core import RaMem, RetrievalConfig
+from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder
+from ramem_core.retrieval.members import SecondRound, asked_kind
+from ramem_core.store.chroma import ChromaStore
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-
-from bench_agent_path import _paired, _score, locomo_questions  # noqa: E402
-
-from ramem_core import RaMem, RetrievalConfig  # noqa: E402
-from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder  # noqa: E402
-from ramem_core.retrieval.members import SecondRound, asked_kind  # noqa: E402
-from ramem_core.store.chroma import ChromaStore  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 RESULT = ROOT / "benchmarks" / "results" / "tune_second_round.json"
@@ -66,7 +65,7 @@ def main() -> None:
             rows = []
             for q in questions:
                 found = memory.recall(q["question"], k=10, namespace=q["sid"])
-                score = _score(found, q["gold"], q["turn_of"])
+                score = evidence_score(found, q["gold"], q["turn_of"])
                 rows.append(
                     {
                         "split": q["split"],
@@ -100,13 +99,13 @@ def main() -> None:
                 entry[cat] = {
                     "n": len(idx),
                     "recall_10": sum(a) / len(a),
-                    "minus_off": _paired(a, b),
+                    "minus_off": paired_dict(a, b),
                 }
                 if cat == "multi-hop":
                     a = [rows[i]["all_10"] for i in idx]
                     b = [off[i]["all_10"] for i in idx]
                     entry[cat]["all_evidence_10"] = sum(a) / len(a)
-                    entry[cat]["all_minus_off"] = _paired(a, b)
+                    entry[cat]["all_minus_off"] = paired_dict(a, b)
                 if cat == "overall":
                     entry["d_at_1"] = sum(rows[i]["d_at_1"] for i in idx) / len(idx)
             table[f"{name} | {split}"] = entry

@@ -103,6 +103,20 @@ higher similarity (``state_similarity``)."""
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|me|we|we're|our)\b", re.IGNORECASE)
 
 
+def _folded(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``pattern`` (case-insensitive) for text already lower-cased: the same matches, about
+    three times faster than ``re.IGNORECASE`` (every statement is read at each index build)."""
+    if re.search(r"\\[A-Z]", pattern.pattern):  # \S, \W, \D, \B would change meaning
+        msg = f"cannot fold {pattern.pattern!r}: it has an upper-case escape"
+        raise ValueError(msg)
+    return re.compile(pattern.pattern.lower(), pattern.flags & ~re.IGNORECASE)
+
+
+_STATE_FOLDED, _COUNT_FOLDED = _folded(_STATE), _folded(_COUNT)
+_STRICT_FOLDED, _FIRST_PERSON_FOLDED = _folded(_STRICT), _folded(_FIRST_PERSON)
+_KINDS_FOLDED = {kind: _folded(pattern) for kind, pattern in _KINDS.items()}
+
+
 KINDS = tuple(sorted(_KINDS))
 """The kinds of state, in the order of :func:`kind_bits`."""
 
@@ -121,15 +135,17 @@ def state_kinds(text: str) -> frozenset[str]:
     """The kinds of state ``text`` says of its speaker (:data:`_KINDS`): "I moved to Porto"
     is about a residence, "my dentist appointment" about an appointment; a statement in
     which the speaker does not speak of themselves ("Ana moved to Porto") has none."""
-    if _FIRST_PERSON.search(text) is None:
+    low = text.lower()
+    if _FIRST_PERSON_FOLDED.search(low) is None:
         return frozenset()
-    return frozenset(kind for kind, pattern in _KINDS.items() if pattern.search(text))
+    return frozenset(kind for kind, pattern in _KINDS_FOLDED.items() if pattern.search(low))
 
 
 def states_something(text: str) -> bool:
     """True when ``text`` may state a state that a later statement can supersede: a state
     word ("live", "job", "currently", "switched") or a count."""
-    return _STATE.search(text) is not None or _COUNT.search(text) is not None
+    low = text.lower()
+    return _STATE_FOLDED.search(low) is not None or _COUNT_FOLDED.search(low) is not None
 
 
 def states_strictly(text: str) -> bool:
@@ -137,7 +153,7 @@ def states_strictly(text: str) -> bool:
     "I'm vegetarian"): such a statement holds over time, not on its day only, so a question
     about a later time finds it valid until it is superseded. (An appointment is not lasting:
     it holds on its date.)"""
-    return _STRICT.search(text) is not None
+    return _STRICT_FOLDED.search(text.lower()) is not None
 
 
 _ASKED_KINDS = {

@@ -269,10 +269,9 @@ class LexicalIndex:
             terms.extend(counts)
             tfs.extend(counts.values())
             sizes.append(len(counts))
-        vocabulary: dict[str, int] = {}
-        ids = np.fromiter(
-            (vocabulary.setdefault(t, len(vocabulary)) for t in terms), np.int64, len(terms)
-        )
+        # each term's number in order of first occurrence (dict.fromkeys and map run in C)
+        vocabulary = {term: number for number, term in enumerate(dict.fromkeys(terms))}
+        ids = np.fromiter(map(vocabulary.__getitem__, terms), np.int64, len(terms))
         of_doc = np.repeat(np.arange(len(documents), dtype=np.int64), sizes)
         order = np.argsort(ids, kind="stable")  # by term, each term's docs ascending
         df = np.bincount(ids, minlength=len(vocabulary))

@@ -75,7 +75,8 @@ def _failing(operation: str) -> Iterator[None]:
         raise StoreError(msg) from exc
 
 
-def _settings() -> Any:
+def client_settings() -> Any:
+    """The settings RaMem opens Chroma clients with (no telemetry, no reset)."""
     from chromadb.config import Settings
 
     return Settings(anonymized_telemetry=False, allow_reset=False)
@@ -398,7 +399,7 @@ class ChromaStore:
             )
             raise StoreError(msg)
         try:
-            client = chromadb.PersistentClient(path=str(path), settings=_settings())
+            client = chromadb.PersistentClient(path=str(path), settings=client_settings())
             client.list_collections()  # a damaged database fails here, not at first recall
         except Exception as exc:
             _DirectoryLock.release(lock)
@@ -416,7 +417,7 @@ class ChromaStore:
         """An in-memory store (Chroma ``EphemeralClient``); in-process clients share it."""
         import chromadb
 
-        return cls(chromadb.EphemeralClient(settings=_settings()), embedder)
+        return cls(chromadb.EphemeralClient(settings=client_settings()), embedder)
 
     @classmethod
     def http(
@@ -475,7 +476,7 @@ class ChromaStore:
                         port=port,
                         ssl=ssl,
                         headers=dict(headers) if headers is not None else None,
-                        settings=_settings(),
+                        settings=client_settings(),
                         tenant=tenant or DEFAULT_TENANT,
                         database=database or DEFAULT_DATABASE,
                     )

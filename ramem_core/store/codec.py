@@ -98,9 +98,10 @@ def _list(meta: Mapping[str, Any], key: str) -> tuple[str, ...]:
 
 def from_record(unit_id: str, document: str, meta: Mapping[str, Any]) -> MemoryUnit:
     """Rebuild the :class:`MemoryUnit` stored under ``unit_id``."""
+    stored = str(meta.get("mentions") or "[]")
     mentions = tuple(
         TimeMention(text, TimeSpan(from_epoch(s), from_epoch(e), Granularity(g)), cs, ce)
-        for text, s, e, g, cs, ce in json.loads(str(meta.get("mentions") or "[]"))
+        for text, s, e, g, cs, ce in (json.loads(stored) if stored != "[]" else ())
     )
     context = EpisodicContext(
         session_id=str(meta["session_id"]),

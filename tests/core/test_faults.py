@@ -16,7 +16,7 @@ from chromadb.api.models.Collection import Collection
 from chromadb.errors import InternalError
 
 from ramem_core import RaMem, StoreError, UncertainWriteError
-from ramem_core.store.chroma import MAX_VERSION_RECORDS, VERSION_ID, ChromaStore, _settings
+from ramem_core.store.chroma import MAX_VERSION_RECORDS, VERSION_ID, ChromaStore, client_settings
 from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
 from tests.core.test_freshness import _Patched
 
@@ -33,7 +33,7 @@ def _patch(memory: RaMem, **methods: object) -> Collection:
 
 def _workers(tmp_path: Path) -> tuple[RaMem, RaMem]:
     """Two workers (writers) on one Chroma database, as two processes on a server are."""
-    client = chromadb.PersistentClient(path=str(tmp_path), settings=_settings())
+    client = chromadb.PersistentClient(path=str(tmp_path), settings=client_settings())
     one, two = (
         RaMem(ChromaStore(client, HashEmbedder()), counter=WordCounter(), refresh_seconds=0)
         for _ in range(2)
@@ -196,7 +196,7 @@ def test_a_raw_chroma_error_on_a_read_is_a_store_error_naming_it(tmp_path: Path)
 
 
 def test_version_records_stay_bounded_however_many_writers_came_and_went() -> None:
-    client = chromadb.EphemeralClient(_settings())
+    client = chromadb.EphemeralClient(client_settings())
     reader = RaMem(ChromaStore(client, HashEmbedder()), counter=WordCounter(), namespace="vr")
     reader.snapshots.refresh_seconds = 0
     for minute in range(3 * MAX_VERSION_RECORDS):  # a writer lifetime each (CLI runs)

@@ -383,9 +383,9 @@ def test_a_servers_workers_share_a_snapshot_directory(
 
     # in-process clients share one state: they stand in for workers of `chroma run`; the
     # state lives while one of them is open, so this one holds it across the workers' closes
-    from ramem_core.store.chroma import _settings
+    from ramem_core.store.chroma import client_settings
 
-    keeper = chromadb.EphemeralClient(_settings())
+    keeper = chromadb.EphemeralClient(client_settings())
     monkeypatch.setattr(
         chromadb, "HttpClient", lambda **kw: chromadb.EphemeralClient(kw["settings"])
     )

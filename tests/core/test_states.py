@@ -431,3 +431,47 @@ def test_values_are_numbers_times_and_counting_words() -> None:
         "nine",
     }
     assert values("I baked bread.") == frozenset()
+
+
+MIXED_CASE = [
+    "I'M Moving To Porto next week",
+    "MY JOB at Acme is great",
+    "We're Currently vegetarian",
+    "Ana lives in Lisbon",
+    "i moved into a new Apartment",
+    "Our Partner company hired TWENTY people",
+    "The Meeting was Rescheduled to Friday",
+    "nothing to see here",
+    "So Far I have Read 12 Books, In Total",
+    "He is No Longer my boss",
+]
+
+
+@pytest.mark.parametrize("text", MIXED_CASE)
+def test_statement_readers_match_regardless_of_case(text: str) -> None:
+    """The per-memory readers search lower-cased text with folded patterns: each finds what
+    its case-insensitive pattern finds, in any case."""
+    import ramem_core.states as states
+
+    pairs = [
+        (states._STATE, states._STATE_FOLDED),
+        (states._COUNT, states._COUNT_FOLDED),
+        (states._STRICT, states._STRICT_FOLDED),
+        (states._FIRST_PERSON, states._FIRST_PERSON_FOLDED),
+        *((states._KINDS[k], states._KINDS_FOLDED[k]) for k in states._KINDS),
+    ]
+    for pattern, folded in pairs:
+        for variant in (text, text.upper(), text.lower(), text.swapcase()):
+            assert bool(pattern.search(variant)) == bool(folded.search(variant.lower()))
+    assert states.state_kinds(text.upper()) == states.state_kinds(text.lower())
+    assert states.states_something(text.upper()) == states.states_something(text)
+    assert states.states_strictly(text.swapcase()) == states.states_strictly(text)
+
+
+def test_a_pattern_with_an_upper_case_escape_is_not_folded() -> None:
+    import re
+
+    from ramem_core.states import _folded
+
+    with pytest.raises(ValueError, match="upper-case escape"):
+        _folded(re.compile(r"\bmoved\S*", re.IGNORECASE))
