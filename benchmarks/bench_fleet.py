@@ -30,10 +30,11 @@ that import that checkout's ``ramem_core``; the table gives both and their ratio
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
+import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -83,7 +84,7 @@ def _summary(values: list[float]) -> dict[str, float]:
 # ------------------------------------------------------------------ workers (processes)
 
 
-def worker(task: dict[str, Any], out: Any) -> None:
+def worker(task: dict[str, Any]) -> dict[str, Any]:
     """One worker process: a RaMem on the server, running one phase's requests."""
     embedder = CachedEmbedder(MiniLMEmbedder(), CACHE)
     snapshot_dir = task.get("snapshot_dir")
@@ -139,50 +140,60 @@ def worker(task: dict[str, Any], out: Any) -> None:
     result["rss_mb"] = rss_mb()
     result["ramem_core"] = str(Path(sys.modules["ramem_core"].__file__ or "").parents[1])
     memory.close()
-    out.put(result)
+    return result
 
 
-def _start(procs: list[Any], tree: Path) -> None:
-    """Start ``procs`` importing ``tree``'s ``ramem_core``: spawned processes start with this
-    environment, whose ``PYTHONPATH`` puts ``tree`` ahead of the installed checkout."""
-    before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), before) if p)
-    try:
-        for proc in procs:
-            proc.start()
-    finally:
-        if before is None:
-            os.environ.pop("PYTHONPATH", None)
+RESULT_MARK = "@@bench-fleet-result "
+
+
+def _spawn(tree: Path, name: str, args: list[Any]) -> subprocess.Popen[str]:
+    """This script as a child process on ``tree`` (its ``ramem_core`` first on
+    ``PYTHONPATH``, ahead of the installed checkout), calling ``name(*args)``."""
+    paths = [str(tree), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--child"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert child.stdin is not None
+    child.stdin.write(json.dumps({"name": name, "args": args}))
+    child.stdin.close()
+    return child
+
+
+def _result(child: subprocess.Popen[str]) -> Any:
+    """What a child returned (its other output is passed on)."""
+    assert child.stdout is not None
+    out = None
+    for line in child.stdout:
+        if line.startswith(RESULT_MARK):
+            out = json.loads(line[len(RESULT_MARK) :])
         else:
-            os.environ["PYTHONPATH"] = before
+            print(line, end="", flush=True)
+    if child.wait() != 0 or out is None:
+        raise RuntimeError(f"a child process failed (exit {child.returncode})")
+    return out
+
+
+def child() -> None:
+    """``--child``: call the function named on stdin, print its result after the mark."""
+    request = json.loads(sys.stdin.read())
+    result = globals()[request["name"]](*request["args"])
+    print(RESULT_MARK + json.dumps(result), flush=True)
 
 
 def run_workers(tasks: list[dict[str, Any]], tree: Path = TREE) -> list[dict[str, Any]]:
     """Run ``tasks`` in as many fresh processes at once, on ``tree``; results in order."""
-    context = mp.get_context("spawn")
-    queues = [context.Queue() for _ in tasks]
-    pairs = zip(tasks, queues, strict=True)
-    procs = [context.Process(target=worker, args=pair) for pair in pairs]
-    _start(procs, tree)
-    results = [q.get() for q in queues]
-    for proc in procs:
-        proc.join()
-    return results
-
-
-def _call(out: Any, name: str, args: tuple[Any, ...]) -> None:
-    out.put(globals()[name](*args))
+    children = [_spawn(tree, "worker", [task]) for task in tasks]
+    return [_result(c) for c in children]
 
 
 def in_tree(tree: Path, name: str, *args: Any) -> Any:
     """This module's function ``name`` called with ``args`` in a fresh process on ``tree``."""
-    context = mp.get_context("spawn")
-    queue = context.Queue()
-    proc = context.Process(target=_call, args=(queue, name, args))
-    _start([proc], tree)
-    result = queue.get()
-    proc.join()
-    return result
+    return _result(_spawn(tree, name, list(args)))
 
 
 # ------------------------------------------------------------------ phases
@@ -433,7 +444,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=40, help="timed add_turn calls")
     parser.add_argument("--out", type=Path, default=RESULT)
     parser.add_argument("--ab", type=Path, help="another checkout, measured beside this one")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child()
+        return
     if not DATA.exists():
         print(f"skipped: {DATA} not found")
         return

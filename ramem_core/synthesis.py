@@ -136,7 +136,9 @@ def render(
 
 def validity(evidence: Evidence) -> list[tuple[str, str]]:
     """Why ``evidence`` applies, one line each: the frame's conditions it meets ("valid"),
-    for a state statement a later one superseded, by what and since when ("superseded"), and
+    for a state statement, the later statement of the same kind that may have replaced it, and
+    since when ("superseded", said as a possibility: on look-alike statements that replace
+    nothing, ``benchmarks/bench_unchanged.py``, a link is as likely as on real changes), and
     for a memory the second round added, the member of the set asked about it names
     ("member")."""
     out = []
@@ -146,10 +148,11 @@ def validity(evidence: Evidence) -> list[tuple[str, str]]:
         later = evidence.superseded
         said = f"{later.on.day} {later.on:%B %Y}"
         if later.since is None or describe(later.since) == said:
-            line = f"on {said} by {later.content!r}: valid until then"
-        else:  # the successor says when its state begins: valid until then
+            line = f"possibly, on {said}, by {later.content!r}"
+        else:  # the successor says when its state begins: valid until then, if it replaced it
             began = describe(later.since)
-            line = f"since {began} by {later.content!r} (said {said}): valid until then"
+            line = f"possibly, since {began}, by {later.content!r} (said {said})"
+        line += ": if that later statement replaced this one, this held until then"
         out.append(("superseded", line))
     if evidence.member is not None:
         member = evidence.member

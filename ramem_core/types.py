@@ -334,9 +334,9 @@ class Evidence:
         lexical_score: BM25 score, if the unit was a lexical candidate.
         contextual: True when the unit came from the context-consistent candidates.
         satisfied: the frame conditions the unit meets ("why it is valid").
-        superseded: the later statement by the same person about the same state that
-            supersedes this one ("I moved to Porto" after "I live in Lisbon"), if any: the
-            memory was valid until then (derived when read, never stored).
+        superseded: the later statement by the same person of the same kind of state that
+            may supersede this one ("I moved to Porto" after "I live in Lisbon"), if any: if
+            it does, the memory was valid until then (derived when read, never stored).
         member: for a memory the second round added, the member of the set asked about it
             names (:class:`Member`).
         said: when the memory itself was said (its own turn's time; ``unit`` carries its

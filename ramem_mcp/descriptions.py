@@ -5,8 +5,9 @@ INSTRUCTIONS = (
     "Long-term memory of conversations with this user. Call `remember` with each thing the "
     "user tells you that may matter later (facts about them, plans, changes). Call `recall` "
     "before answering anything that depends on the past. Each recalled memory carries when it "
-    "was said and when its event happened: check they fit the question before using it, and "
-    "prefer a memory over one marked superseded."
+    "was said and when its event happened: check they fit the question before using it. A "
+    "memory marked superseded has a later statement of the same kind that may have replaced "
+    "it: check whether it did before preferring the later one."
 )
 
 REMEMBER = (
@@ -24,7 +25,8 @@ RECALL = (
     "Find the memories that answer a question, best first: memories that fit the question's "
     'time and people ("in April", "now", "after the move") come before memories that '
     "are only similar. Each memory comes with when it was said, when its event happened, why "
-    "it is valid for the question, and, for a state that changed later, what superseded it. "
+    "it is valid for the question, and, for a state, a later statement of the same kind that "
+    "may have replaced it (superseded). "
     "`at` is the moment of asking (ISO 8601; no offset: UTC), now when left out: 'now' and "
     "'last week' in the question are read against it. Returns the memories and the recall "
     "frame used."

@@ -41,7 +41,8 @@ CONVERSATION = "mcp"
 
 
 class Superseded(BaseModel):
-    """The later statement that superseded a memory: valid until then."""
+    """A later statement of the same kind that may have replaced a memory (if it did, the
+    memory was valid until then)."""
 
     by: str = Field(description="the superseding memory's id")
     said_at: str = Field(description="when the superseding statement was said (ISO 8601)")
@@ -72,7 +73,7 @@ class Found(Memory):
     rank: int
     valid: list[str] = Field(description="the question's conditions it meets")
     superseded: Superseded | None = Field(
-        default=None, description="a later statement that replaced it"
+        default=None, description="a later statement of the same kind that may have replaced it"
     )
     member: str | None = Field(default=None, description="the member of a set asked about")
 
