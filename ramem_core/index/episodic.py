@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -140,11 +140,29 @@ def _date_words(span: TimeSpan | None) -> list[str]:
     return [span.start.strftime("%B").lower(), str(span.start.year)]
 
 
+@dataclass(slots=True)
+class _Rekeyed:
+    """What re-keying the touched sessions changes (:meth:`EpisodicIndex.updated`, step 3):
+    lexical keys removed (documents) and added (with their rows), session documents removed,
+    added (with their session numbers) and grown, and each live session's tail (the position
+    of its first new turn)."""
+
+    removed_keys: list[int] = field(default_factory=list)
+    added_keys: list[dict[str, float]] = field(default_factory=list)
+    key_rows: list[int] = field(default_factory=list)
+    removed_sessions: list[int] = field(default_factory=list)
+    added_sessions: list[dict[str, float]] = field(default_factory=list)
+    session_numbers: list[int] = field(default_factory=list)
+    grown_sessions: dict[int, dict[str, float]] = field(default_factory=dict)
+    grown_numbers: list[int] = field(default_factory=list)
+    tails: dict[int, int] = field(default_factory=dict)
+
+
 class EpisodicIndex:
     """Lexical keys, session documents and dense windows of a namespace's memories.
 
     Rows are the positions of ``units``. Built in one pass from the units (and their vectors);
-    :meth:`evolve` makes the index of a namespace that changed in a few sessions (live turns)
+    :meth:`updated` makes the index of a namespace that changed in a few sessions (live turns)
     without rebuilding the rest, and leaves this index as it was.
 
     Args:
@@ -269,73 +287,106 @@ class EpisodicIndex:
         norms = np.linalg.norm(summed, axis=1)
         return neighbours, np.asarray(1.0 / np.maximum(norms, 1e-12), dtype=np.float32)
 
-    def evolve(
+    def updated(
         self,
         units: Sequence[MemoryUnit],
         vectors: npt.NDArray[np.float32] | None,
         replaced: Sequence[int],
         session_spans: Mapping[tuple[str, str], TimeSpan] | None = None,
     ) -> EpisodicIndex:
-        """The index of ``units``: this index's units with the rows ``replaced`` changed in
-        place (same content, new context) and new units appended after them.
+        """This index plus these writes: the index of ``units``, this index's units with the
+        rows ``replaced`` changed in place (same content, new context) and new units appended
+        after them. This index is left unchanged.
 
-        Only the sessions those rows belong to are re-keyed; this index is left unchanged. A
-        session that only gained turns after its last one, with its date words unchanged
-        (a live session), costs its new turns: the keys and windows of its tail are rebuilt,
-        and its session document grows by the new turns' words
-        (:meth:`LexicalIndex.evolve`'s ``grown``), whatever the session's length.
+        Only the sessions those rows belong to are re-keyed. A session that only gained turns
+        after its last one, with its date words unchanged (a live session), costs its new
+        turns: the keys and windows of its tail are rebuilt, and its session document grows by
+        the new turns' words (:meth:`LexicalIndex.evolve`'s ``grown``), whatever the session's
+        length. The steps, in order: the own words of the new rows, sessions renumbered, the
+        touched sessions re-keyed, the lexical keys extended, the session documents posted
+        (open ones grown, one beyond :data:`OPEN_SESSIONS` posted again), the own-words index
+        extended, the dense windows patched.
         """
         n_old, n = len(self.session_of), len(units)
         new = EpisodicIndex.__new__(EpisodicIndex)  # not copy.copy: that pickles
         new.__dict__.update(self.__dict__)
-        # own counts are appended, never changed: the newest index of a line extends the
-        # shared list in place, an older one a copy of its part
+        new.own_counts = self._own_counts_with(units)
+        new.session_spans = session_spans or {}
+        touched, fresh = new._renumber_sessions(self, units, replaced)
+        rekeyed = new._rekey_sessions(self, units, replaced, touched, fresh)
+        new._extend_lexical_keys(self, rekeyed, n)
+        new._post_session_documents(self, rekeyed)
+        new._extend_own_index(self, n_old, n)
+        new.speakers = _speaker_rows(self.speakers, units, n_old)
+        new._patch_windows(self, vectors, n_old, n, touched, rekeyed.tails)
+        return new
+
+    def _own_counts_with(self, units: Sequence[MemoryUnit]) -> list[dict[str, float]]:
+        """Step 1: the own-word counts of ``units``: this index's, then the new rows'.
+
+        Counts are appended, never changed: the newest index of a line extends the shared list
+        in place, an older one a copy of its part."""
+        n_old = len(self.session_of)
         counts = self.own_counts
         if len(counts) != n_old:
             counts = counts[:n_old]
         counts.extend(term_counts(self.tokenize(u.content)) for u in units[n_old:])
-        new.own_counts = counts
-        new.session_spans = session_spans or {}
-        new.session_number = dict(self.session_number)
-        new.session_dates = list(self.session_dates)
-        new.session_rows = list(self.session_rows)
-        new.session_of = np.concatenate([self.session_of, np.zeros(n - n_old, dtype=np.int64)])
-        touched = {int(self.session_of[row]) for row in replaced}
-        fresh_sessions: dict[int, list[int]] = defaultdict(list)
+        return counts
+
+    def _renumber_sessions(
+        self, old: EpisodicIndex, units: Sequence[MemoryUnit], replaced: Sequence[int]
+    ) -> tuple[set[int], dict[int, list[int]]]:
+        """Step 2: each new row's session number (a new session gets the next one); returns
+        the sessions touched (of a replaced or a new row) and each one's new rows."""
+        n_old, n = len(old.session_of), len(units)
+        self.session_number = dict(old.session_number)
+        self.session_dates = list(old.session_dates)
+        self.session_rows = list(old.session_rows)
+        self.session_of = np.concatenate([old.session_of, np.zeros(n - n_old, dtype=np.int64)])
+        touched = {int(old.session_of[row]) for row in replaced}
+        fresh: dict[int, list[int]] = defaultdict(list)
         for row in range(n_old, n):
-            number = new.session_number.setdefault(session_key(units[row]), len(new.session_number))
-            if number == len(new.session_rows):
-                new.session_rows.append(np.zeros(0, dtype=np.int64))
-            new.session_of[row] = number
-            fresh_sessions[number].append(row)
+            number = self.session_number.setdefault(
+                session_key(units[row]), len(self.session_number)
+            )
+            if number == len(self.session_rows):
+                self.session_rows.append(np.zeros(0, dtype=np.int64))
+            self.session_of[row] = number
+            fresh[number].append(row)
             touched.add(number)
-        removed_keys: list[int] = []
-        added_keys: list[dict[str, float]] = []
-        key_rows: list[int] = []
-        removed_sessions, added_sessions, session_numbers = [], [], []
-        grown_sessions: dict[int, dict[str, float]] = {}
-        grown_numbers: list[int] = []
-        tails: dict[int, int] = {}  # session -> first position whose window may change
-        edited = {int(self.session_of[row]) for row in replaced}
+        return touched, fresh
+
+    def _rekey_sessions(
+        self,
+        old: EpisodicIndex,
+        units: Sequence[MemoryUnit],
+        replaced: Sequence[int],
+        touched: set[int],
+        fresh: dict[int, list[int]],
+    ) -> _Rekeyed:
+        """Step 3: the touched sessions' rows in turn order, their date words, and the keys
+        and session documents that change: around new turns only (their neighbours see them),
+        or all of a session's when its date words changed."""
+        n_old = len(old.session_of)
+        out = _Rekeyed()
+        edited = {int(old.session_of[row]) for row in replaced}
         reach = len(self.keys.neighbours)
         for number in sorted(touched):
-            old_rows = new.session_rows[number]
-            fresh = fresh_sessions[number]
-            appended_only = bool(len(old_rows)) and bool(fresh) and number not in edited
-            at_end = appended_only and min(map(_turn_order(units), fresh)) >= _turn_order(units)(
+            old_rows = self.session_rows[number]
+            new_rows = fresh[number]
+            appended_only = bool(len(old_rows)) and bool(new_rows) and number not in edited
+            at_end = appended_only and min(map(_turn_order(units), new_rows)) >= _turn_order(units)(
                 int(old_rows[-1])
             )
             if at_end:  # new turns after the last one (live use): no re-sort
-                rows = np.concatenate([old_rows, _in_turn_order(units, fresh)])
-                tails[number] = len(old_rows)
+                rows = np.concatenate([old_rows, _in_turn_order(units, new_rows)])
+                out.tails[number] = len(old_rows)
             else:
-                rows = _in_turn_order(units, [*map(int, old_rows), *fresh])
-            new.session_rows[number] = rows
-            # only keys that change are rebuilt: around new turns (their neighbours see them),
-            # or all of the session's when its date words changed
+                rows = _in_turn_order(units, [*map(int, old_rows), *new_rows])
+            self.session_rows[number] = rows
             positions: Iterable[int] | None = None
-            date = new._date(units, rows)
-            same_date = number < len(new.session_dates) and date == new.session_dates[number]
+            date = self._date(units, rows)
+            same_date = number < len(self.session_dates) and date == self.session_dates[number]
             if same_date and at_end:  # the new turns are the tail: only it is re-keyed
                 positions = range(max(0, len(old_rows) - reach), len(rows))
             elif same_date:
@@ -345,97 +396,123 @@ class EpisodicIndex:
                         found.update(range(max(0, i - reach), min(len(rows), i + reach + 1)))
                 positions = sorted(found)
             ordered = list(positions) if positions is not None else range(len(rows))
-            grow = same_date and at_end and number < len(self.session_doc)
-            row_keys, whole = new._session_keys(units, rows, ordered, {} if grow else None)
-            if number < len(new.session_dates):
-                new.session_dates[number] = date
+            grow = same_date and at_end and number < len(old.session_doc)
+            row_keys, whole = self._session_keys(units, rows, ordered, {} if grow else None)
+            if number < len(self.session_dates):
+                self.session_dates[number] = date
             else:
-                new.session_dates.append(date)
+                self.session_dates.append(date)
             for position, key in zip(rows[list(ordered)].tolist(), row_keys, strict=True):
                 if position < n_old:
-                    doc = int(self.row_doc[position])
-                    if self.lexical.document(doc) == {t: tf for t, tf in key.items() if tf > 0}:
+                    doc = int(old.row_doc[position])
+                    if old.lexical.document(doc) == {t: tf for t, tf in key.items() if tf > 0}:
                         continue
-                    removed_keys.append(doc)
-                added_keys.append(key)
-                key_rows.append(position)
+                    out.removed_keys.append(doc)
+                out.added_keys.append(key)
+                out.key_rows.append(position)
             if grow:  # the session document grows by its new turns' words
                 delta: dict[str, float] = {}
-                for row in fresh:
-                    add_weighted(delta, new.own_counts[row], 1.0)
-                grown_sessions[int(self.session_doc[number])] = delta
-                grown_numbers.append(number)
+                for row in new_rows:
+                    add_weighted(delta, self.own_counts[row], 1.0)
+                out.grown_sessions[int(old.session_doc[number])] = delta
+                out.grown_numbers.append(number)
                 continue
-            if number < len(self.session_doc):
-                removed_sessions.append(int(self.session_doc[number]))
-            added_sessions.append(whole)
-            session_numbers.append(number)
-        new.lexical, docs = self.lexical.evolve(removed_keys, added_keys)
-        new.row_doc = np.concatenate([self.row_doc, np.zeros(n - n_old, dtype=np.int64)])
-        new.row_doc[key_rows] = docs
-        session_doc = np.zeros(len(new.session_rows), dtype=np.int64)
-        session_doc[: len(self.session_doc)] = self.session_doc
-        # open session documents beyond the limit are posted again (removed and added)
-        stale = [d for d in self.sessions.opened if d not in grown_sessions]
-        for doc in stale[: max(0, len(stale) + len(grown_sessions) - OPEN_SESSIONS)]:
+            if number < len(old.session_doc):
+                out.removed_sessions.append(int(old.session_doc[number]))
+            out.added_sessions.append(whole)
+            out.session_numbers.append(number)
+        return out
+
+    def _extend_lexical_keys(self, old: EpisodicIndex, rekeyed: _Rekeyed, n: int) -> None:
+        """Step 4: the changed keys posted to the lexical index, and each row's document."""
+        self.lexical, docs = old.lexical.evolve(rekeyed.removed_keys, rekeyed.added_keys)
+        n_old = len(old.session_of)
+        self.row_doc = np.concatenate([old.row_doc, np.zeros(n - n_old, dtype=np.int64)])
+        self.row_doc[rekeyed.key_rows] = docs
+
+    def _post_session_documents(self, old: EpisodicIndex, rekeyed: _Rekeyed) -> None:
+        """Step 5: the session documents: open ones grown, re-keyed ones posted again, and open
+        ones beyond :data:`OPEN_SESSIONS` posted again whole (removed and added)."""
+        session_doc = np.zeros(len(self.session_rows), dtype=np.int64)
+        session_doc[: len(old.session_doc)] = old.session_doc
+        removed, added = list(rekeyed.removed_sessions), list(rekeyed.added_sessions)
+        numbers = list(rekeyed.session_numbers)
+        grown = rekeyed.grown_sessions
+        stale = [d for d in old.sessions.opened if d not in grown]
+        for doc in stale[: max(0, len(stale) + len(grown) - OPEN_SESSIONS)]:
             number = int(np.flatnonzero(session_doc == doc)[0])
-            if number in session_numbers:
+            if number in numbers:
                 continue  # re-added whole already
-            removed_sessions.append(doc)
-            added_sessions.append(dict(self.sessions.document(doc) or {}))
-            session_numbers.append(number)
-        new.sessions, docs = self.sessions.evolve(removed_sessions, added_sessions, grown_sessions)
-        session_doc[session_numbers + grown_numbers] = docs
-        new.session_doc = session_doc
-        if self.own is not None:
-            new.own, docs = self.own.evolve([], new.own_counts[n_old:n])
-            new.own_doc = np.concatenate([self.own_doc, np.asarray(docs, dtype=np.int64)])
-        new.speakers = _speaker_rows(self.speakers, units, n_old)
-        new.vectors = vectors
-        new._patch, new._patch_arrays = {}, None
-        if vectors is not None and self.neighbours is not None:
-            assert self._neighbour_rows is not None
-            assert self._scale_rows is not None
-            assert self.window_scale is not None
-            width = 2 * self.keys.window
-            neighbours = np.full((n - n_old, width), -1, dtype=np.int64)
-            scale = np.ones(n - n_old, dtype=np.float32)
-            patch = dict(self._patch)
-            for number in touched:
-                rows = new.session_rows[number]
-                if number in tails:  # only the tail's windows can change: computed from
-                    # ``window`` rows before it, so its first rows see their whole window
-                    first = max(0, tails[number] - self.keys.window)
-                    start = max(0, first - self.keys.window)
-                    windows, scales = new._window(vectors, rows[start:])
-                    windows, scales, rows = (
-                        windows[first - start :],
-                        scales[first - start :],
-                        rows[first:],
-                    )
-                else:
-                    windows, scales = new._window(vectors, rows)
-                added = rows >= n_old
-                neighbours[rows[added] - n_old] = windows[added]
-                scale[rows[added] - n_old] = scales[added]
-                # old rows whose neighbours differ from those they were built with (a live
-                # session's last turns; rows are only ever added between, so a window never
-                # returns to its built neighbours, and same neighbours mean the same norm)
-                old = np.flatnonzero(~added)
-                moved = (self.neighbours[rows[old]] != windows[old]).any(axis=1)
-                for i in old[moved].tolist():
-                    patch[int(rows[i])] = (windows[i], float(scales[i]))
-            new._neighbour_rows, new.neighbours = self._neighbour_rows.append(n_old, neighbours)
-            new._scale_rows, new.window_scale = self._scale_rows.append(n_old, scale)
-            if len(patch) > DENSE_PATCH_LIMIT:  # rewrite once: private copies with the patch
-                new.neighbours = np.array(new.neighbours, copy=True)
-                new.window_scale = np.array(new.window_scale, copy=True)
-                for row, (window, factor) in patch.items():
-                    new.neighbours[row], new.window_scale[row] = window, factor
-                new._set_window_rows()
-                patch = {}
-            new._patch = patch
-        return new
+            removed.append(doc)
+            added.append(dict(old.sessions.document(doc) or {}))
+            numbers.append(number)
+        self.sessions, docs = old.sessions.evolve(removed, added, grown)
+        session_doc[numbers + rekeyed.grown_numbers] = docs
+        self.session_doc = session_doc
+
+    def _extend_own_index(self, old: EpisodicIndex, n_old: int, n: int) -> None:
+        """Step 6: the new rows' own words posted to the own-words index."""
+        if old.own is not None:
+            self.own, docs = old.own.evolve([], self.own_counts[n_old:n])
+            self.own_doc = np.concatenate([old.own_doc, np.asarray(docs, dtype=np.int64)])
+
+    def _patch_windows(
+        self,
+        old: EpisodicIndex,
+        vectors: npt.NDArray[np.float32] | None,
+        n_old: int,
+        n: int,
+        touched: set[int],
+        tails: Mapping[int, int],
+    ) -> None:
+        """Step 7: the dense windows of the new rows, and a patch for old rows whose
+        neighbours changed (rewritten once when the patch outgrows
+        :data:`DENSE_PATCH_LIMIT`)."""
+        self.vectors = vectors
+        self._patch, self._patch_arrays = {}, None
+        if vectors is None or old.neighbours is None:
+            return
+        assert old._neighbour_rows is not None
+        assert old._scale_rows is not None
+        assert old.window_scale is not None
+        width = 2 * self.keys.window
+        neighbours = np.full((n - n_old, width), -1, dtype=np.int64)
+        scale = np.ones(n - n_old, dtype=np.float32)
+        patch = dict(old._patch)
+        for number in touched:
+            rows = self.session_rows[number]
+            if number in tails:  # only the tail's windows can change: computed from
+                # ``window`` rows before it, so its first rows see their whole window
+                first = max(0, tails[number] - self.keys.window)
+                start = max(0, first - self.keys.window)
+                windows, scales = self._window(vectors, rows[start:])
+                windows, scales, rows = (
+                    windows[first - start :],
+                    scales[first - start :],
+                    rows[first:],
+                )
+            else:
+                windows, scales = self._window(vectors, rows)
+            added = rows >= n_old
+            neighbours[rows[added] - n_old] = windows[added]
+            scale[rows[added] - n_old] = scales[added]
+            # old rows whose neighbours differ from those they were built with (a live
+            # session's last turns; rows are only ever added between, so a window never
+            # returns to its built neighbours, and same neighbours mean the same norm)
+            kept = np.flatnonzero(~added)
+            moved = (old.neighbours[rows[kept]] != windows[kept]).any(axis=1)
+            for i in kept[moved].tolist():
+                patch[int(rows[i])] = (windows[i], float(scales[i]))
+        self._neighbour_rows, self.neighbours = old._neighbour_rows.append(n_old, neighbours)
+        self._scale_rows, self.window_scale = old._scale_rows.append(n_old, scale)
+        if len(patch) > DENSE_PATCH_LIMIT:  # rewrite once: private copies with the patch
+            self.neighbours = np.array(self.neighbours, copy=True)
+            self.window_scale = np.array(self.window_scale, copy=True)
+            for row, (window, factor) in patch.items():
+                self.neighbours[row], self.window_scale[row] = window, factor
+            self._set_window_rows()
+            patch = {}
+        self._patch = patch
 
     def validate(self, n: int, vectors: npt.NDArray[np.float32] | None) -> None:
         """Raise ``ValueError`` naming the first inconsistency with ``n`` memories and the

@@ -514,7 +514,7 @@ class Snapshot:
         new.ubiquitous = new._ubiquitous()
         new.time_range = new._time_range()
         new.last_session_end = new._last_session_end()
-        new.index = self.index.evolve(
+        new.index = self.index.updated(
             new.units, new.vectors, [row for row, _ in replaced], new._session_span
         )
         return new
