@@ -952,13 +952,6 @@ class RaMem:
                 )
         return units
 
-    # ------------------------------------------------------------------ async
-
-    arecall = _in_thread(recall)
-    asituate = _in_thread(situate)
-    aadd_turn = _in_thread(add_turn)
-    aadd_exchange = _in_thread(add_exchange)
-
     def format(
         self,
         evidence: Sequence[Evidence],
@@ -1006,3 +999,32 @@ class RaMem:
             raise InvalidInputError("answer needs an LLM: pass llm= or construct RaMem(llm=...)")
         found = self.recall(query, k=k, at=at, namespace=namespace)
         return answer(query, self.format(found, max_tokens=max_tokens), model, found.frame.now)
+
+    # ------------------------------------------------------------------ async
+
+    # every method that reads or writes the store, embeds or calls a model has an async twin
+    # (the same parameters and docs, run in a worker thread by the one forwarder, _in_thread)
+    aadd_conversation = _in_thread(add_conversation)
+    aadd_conversations = _in_thread(add_conversations)
+    aadd_units = _in_thread(add_units)
+    aadd_file = _in_thread(add_file)
+    aadd_turn = _in_thread(add_turn)
+    aadd_exchange = _in_thread(add_exchange)
+    aput = _in_thread(put)
+    aget_keyed = _in_thread(get_keyed)
+    adelete_keyed = _in_thread(delete_keyed)
+    aend_session = _in_thread(end_session)
+    amemories = _in_thread(memories)
+    amemory = _in_thread(memory)
+    aexport = _in_thread(export)
+    aimport_from = _in_thread(import_from)
+    aexplain = _in_thread(explain)
+    adelete = _in_thread(delete)
+    adrop = _in_thread(drop)
+    anamespaces = _in_thread(namespaces)
+    ahas_namespace = _in_thread(has_namespace)
+    acount = _in_thread(count)
+    aframe = _in_thread(frame)
+    arecall = _in_thread(recall)
+    asituate = _in_thread(situate)
+    aanswer = _in_thread(answer)
