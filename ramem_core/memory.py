@@ -739,12 +739,13 @@ class RaMem:
 
         ns = self._ns(namespace)
         found = self.recall(question, k=k, at=at, namespace=ns)
-        content = RaMem(self.store, config=CONTENT_ONLY, namespace=ns, files=None)
-        try:
-            plain = content.recall(question, k=k, at=at)
-        finally:
-            content.close()
-        units = self._reading(ns, lambda snap: list(snap.units))
+        moment = check_moment(at, "at") if at is not None else None
+        # content-only's ranking over this memory's own snapshot (its units and vectors,
+        # indexed by their own words alone): nothing is read from the store again
+        units, vectors = self._reading(ns, lambda snap: (list(snap.units), snap.vectors))
+        plain_snap = Snapshot(units, vectors, CONTENT_ONLY.keys)
+        content = Retriever(self.retriever.embedder, CONTENT_ONLY)
+        plain = content.recall(plain_snap, question, RuleFrameInducer(), k, at=moment)
         return explain.page(question, found, plain.evidence, explain.sessions_of(units), ns)
 
     # ------------------------------------------------------------------ deleting

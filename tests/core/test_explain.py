@@ -133,3 +133,32 @@ def test_the_frame_says_when_a_restated_value_reads_latest_first() -> None:
     assert not any("restate" in line for line in _frame_lines(plain))
     parted = RecallFrame("q", "q", parts=("What did Ana buy?", "What did Ben buy?"))
     assert "part: What did Ben buy?" in _frame_lines(parted)
+
+
+def test_explain_reads_the_memorys_own_snapshot_not_the_store_again() -> None:
+    """The page's content-only ranking is computed over the memory's cached snapshot: once a
+    recall has read the namespace, explaining a question reads nothing from the store."""
+    memory = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter(), namespace="again")
+    memory.add_conversation(demo_conversation()[0])
+    memory.recall(QUESTION)  # the namespace's snapshot is cached
+    loads: list[str] = []
+    load = memory.store.load
+
+    def counted(namespace: str) -> object:
+        loads.append(namespace)
+        return load(namespace)
+
+    memory.store.load = counted  # type: ignore[method-assign,assignment]
+    page = memory.explain(QUESTION, k=10)
+    assert loads == []
+    # the same content-only ranking a content-only memory over the store gives
+    from html import escape
+
+    from ramem_core.retrieval import CONTENT_ONLY
+
+    plain = RaMem(memory.store, config=CONTENT_ONLY, namespace="again", files=None)
+    expected = [escape(e.unit.content) for e in plain.recall(QUESTION, k=10)]
+    table = page.split("<h2>Content-only (dense + BM25)</h2>", 1)[1]
+    positions = [table.index(text) for text in expected]
+    assert positions == sorted(positions)
+    memory.drop()
