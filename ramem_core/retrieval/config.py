@@ -42,10 +42,9 @@ class RetrievalConfig:
             cannot fill the list (grid ``window_slots``).
         exclude_anchor: keep a before/after relation's anchor out of the relation's window
             when ranking: no padding on the anchor's side, and the anchor memory's session
-            is not inside ("after the trip" is not the trip). Off: on LoCoMo dev it cost
-            R@10 0.777 -> 0.772 and D@1 0.268 -> 0.278 (``benchmarks/results/TUNING.md``).
-            The "why valid" labels never count the padding or the anchor's session either
-            way.
+            is not inside ("after the trip" is not the trip). Off: it cost recall on LoCoMo
+            dev (``benchmarks/results/TUNING.md``). The "why valid" labels never count the
+            padding or the anchor's session either way.
         derived_last: a question or an assistant's reply (:class:`~ramem_core.types.Kind`)
             never outranks a statement in the list that it restates or asks about: one whose
             vector's cosine with its own is at least this; it moves to just after that
@@ -61,12 +60,12 @@ class RetrievalConfig:
             (:mod:`ramem_core.retrieval.supersession`): a later statement by the same person
             about the same state supersedes an earlier one; a question about now reads the
             latest of each chain first, one about a past time finds a lasting state valid
-            until it was superseded, and superseded memories are labelled.
+            until it was superseded, and each earlier memory is labelled with the later
+            statement that may have replaced it.
         state_similarity: the cosine two statements that state something need to be about
             the same state without naming one kind of it; ``None`` (the default): never on
-            similarity alone. At 0.6 it labelled about one memory in twenty of LoCoMo's top
-            10 as superseded (+60 tokens per 10 memories), in conversations with hardly any
-            state changes (``benchmarks/results/TUNING.md``).
+            similarity alone: a threshold labelled many LoCoMo memories in conversations with
+            hardly any state changes (``benchmarks/results/TUNING.md``).
         state_kind_similarity: the cosine enough for two statements of one kind of state
             (a residence, a job, an appointment: :func:`~ramem_core.states.state_kinds`).
         restate_share: for a question about now or for a value at no time in particular,
@@ -79,7 +78,8 @@ class RetrievalConfig:
             vector has this cosine with one of the kind's prototype sentences
             (:mod:`ramem_core.retrieval.kinds`: "two weeks into the new gig at Initech" is about
             a job); ``None``: the words alone. Chosen on the choose half of
-            ``benchmarks/data/state_phrasings.json`` (``benchmarks/bench_states.py``).
+            ``benchmarks/data/state_phrasings.json`` (``benchmarks/bench_states.py``); what it
+            costs on look-alikes that replace nothing: ``benchmarks/bench_unchanged.py``.
         state_candidates: how many of the content ranking's best statements supersession is
             sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
