@@ -97,7 +97,7 @@ def print_evidence(console: Console, evidence: Sequence[Evidence], title: str = 
     ):
         table.add_column(name, ratio=ratio, overflow="fold")
     for item in evidence:
-        coords = coordinates(item.unit)
+        coords = coordinates(item.unit, said=item.said)
         table.add_row(
             str(item.rank),
             f"{coords.get('said', '?')}\n[dim]{escape(item.unit.context.session_id)}[/dim]",

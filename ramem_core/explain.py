@@ -193,7 +193,7 @@ def _table(evidence: Sequence[Evidence], *, why: bool) -> str:
     head += "<th>why valid</th></tr>" if why else "</tr>"
     rows = []
     for e in evidence:
-        coords = coordinates(e.unit)
+        coords = coordinates(e.unit, said=e.said)
         cells = [
             str(e.rank),
             coords.get("said", "?"),

@@ -364,3 +364,20 @@ def test_list_show_export_import_and_explain(
     assert "<svg" in page.read_text(encoding="utf-8")
     assert main([*db, "--namespace", "nobody", "list"]) == 1
     assert "'nobody' does not exist" in capsys.readouterr().err
+
+
+def test_ask_shows_each_live_memory_said_at_its_own_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import datetime
+
+    from ramem_core import RaMem
+
+    with RaMem.open(tmp_path / "db") as memory:
+        for minute, text in ((0, "I had coffee with Ana"), (40, "I bought running shoes")):
+            memory.add_turn("user", text, at=datetime(2024, 3, 1, 9, minute))
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ask", "What did I buy?", "--at", "2024-03-02", "--k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "09:40" in out
+    assert "09:00" in out

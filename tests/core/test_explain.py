@@ -162,3 +162,14 @@ def test_explain_reads_the_memorys_own_snapshot_not_the_store_again() -> None:
     positions = [table.index(text) for text in expected]
     assert positions == sorted(positions)
     memory.drop()
+
+
+def test_the_page_shows_each_live_memory_said_at_its_own_time() -> None:
+    from datetime import datetime
+
+    memory = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter(), namespace="live")
+    for minute, text in ((0, "I had coffee with Ana"), (40, "I bought running shoes")):
+        memory.add_turn("user", text, at=datetime(2024, 3, 1, 9, minute))
+    page = memory.explain("What did I buy?", k=5, at=datetime(2024, 3, 2))
+    assert page.count("1 March 2024, 09:40") >= 2  # in RaMem's table and content-only's
+    memory.drop()
