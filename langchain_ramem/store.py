@@ -51,7 +51,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from langchain_ramem.filters import as_time, check_filter, matches
 from ramem_core import InvalidInputError, RaMem
-from ramem_core.keyed import keyed_id
+from ramem_core.keyed import keyed_id, piece_ids
 from ramem_core.types import MemoryUnit, utc_now
 from ramem_core.validation import EARLIEST, LATEST, MAX_QUERY_CHARS, check_name
 
@@ -193,14 +193,6 @@ def _expiry(now: datetime, minutes: float) -> datetime:
 def _expired(record: Mapping[str, Any], now: Callable[[], datetime]) -> bool:
     expires = record.get("expires")
     return expires is not None and datetime.fromisoformat(expires) <= now()
-
-
-def _piece_ids(first: MemoryUnit) -> list[str]:
-    """Every piece of a keyed memory, from its first piece (:mod:`ramem_core.keyed`: pieces
-    after the first are ``<id>-p1``, ``<id>-p2``, ... and each records the count)."""
-    _, _, count = first.source_ids[0].rpartition("/") if first.source_ids else ("", "", "")
-    pieces = int(count) if count.isdigit() else 1
-    return [first.id, *(f"{first.id}-p{part}" for part in range(1, pieces))]
 
 
 # --------------------------------------------------------------------------- the store
@@ -671,7 +663,7 @@ class RaMemStore(BaseStore):
                 if first is None or _record(first) != seen:  # put or deleted since: leave it
                     continue
                 payload = json.dumps({**seen, "expires": expires.isoformat()}, ensure_ascii=False)
-                pieces = self.memory.store.get(tenant, ids=_piece_ids(first))
+                pieces = self.memory.store.get(tenant, ids=piece_ids(first))
                 self.memory.add_units(
                     [replace(unit, payload=payload) for unit in pieces], namespace=tenant
                 )

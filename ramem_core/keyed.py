@@ -147,7 +147,7 @@ class KeyedMemories:
             ids = []
             for key in keys:
                 base = keyed_id(key)
-                ids += [base, *(f"{base}-p{p}" for p in range(1, self._pieces(namespace, base)))]
+                ids += _ids(base, self._pieces(namespace, base))
             return self.snapshots.delete(namespace, ids=ids) if ids else 0
 
     def items(self, namespace: str) -> list[MemoryUnit]:
@@ -161,10 +161,22 @@ class KeyedMemories:
         if not self.store.has_namespace(namespace):
             return 0
         found = self.store.get(namespace, ids=[base])
-        if not found or not found[0].source_ids:
-            return 0
-        _, _, count = found[0].source_ids[0].rpartition("/")
-        return int(count) if count.isdigit() else 1
+        return _count(found[0]) if found and found[0].source_ids else 0
+
+
+def piece_ids(first: MemoryUnit) -> list[str]:
+    """Every piece of the keyed memory whose first piece is ``first``, in order (pieces
+    after the first are ``<id>-p1``, ``<id>-p2``, ... and each records the count)."""
+    return _ids(first.id, _count(first))
+
+
+def _count(first: MemoryUnit) -> int:
+    _, _, count = first.source_ids[0].rpartition("/") if first.source_ids else ("", "", "")
+    return int(count) if count.isdigit() else 1
+
+
+def _ids(base: str, pieces: int) -> list[str]:
+    return [base, *(f"{base}-p{part}" for part in range(1, pieces))]
 
 
 def _is_first_piece(unit_id: str) -> bool:
