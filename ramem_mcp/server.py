@@ -311,7 +311,9 @@ class Tools:
             )
         )
         said = _iso(said_at(unit)) or _iso(moment) or ""
-        ids = [u.id for u in self._pieces(unit)]
+        # a message its first memory holds whole was stored as one: no read of its session
+        whole = " ".join(text.split()) in " ".join(unit.content.split())
+        ids = [unit.id] if whole else [u.id for u in self._pieces(unit)]
         return _result(
             f"Remembered {unit.id} (said {said}).", Remembered(id=unit.id, ids=ids, said_at=said)
         )

@@ -286,3 +286,20 @@ async def test_a_full_last_page_says_there_is_no_next_one(memory: RaMem) -> None
         assert page["next_after"] is None
         first = (await call(client, "list", limit=1)).structured_content
         assert first["next_after"] == first["memories"][0]["id"]
+
+
+async def test_remembering_a_short_message_reads_no_session(memory: RaMem) -> None:
+    """Only a message stored in pieces needs its session read to name every piece."""
+    reads: list[dict[str, Any]] = []
+    get = memory.store.get
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(kwargs)
+        return get(*args, **kwargs)
+
+    memory.store.get = counted  # type: ignore[method-assign]
+    async with served(memory) as client:
+        said = {"speaker": "user", "text": "I  live in\nLisbon.", "at": "2024-04-10"}
+        stored = (await call(client, "remember", **said)).structured_content
+    assert stored["ids"] == [stored["id"]]
+    assert [r for r in reads if "session_id" in r] == []
