@@ -107,7 +107,7 @@ def file_worker(tree: Path, size: int, directory: Path) -> None:
         )
 
 
-def _on(tree: Path) -> dict[str, str]:
+def environment_on(tree: Path) -> dict[str, str]:
     """The environment of a worker that imports ``tree``'s ``ramem_core`` (ahead of the
     installed one)."""
     import os
@@ -143,7 +143,7 @@ def run(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            env=_on(tree),
+            env=environment_on(tree),
         )
         for name, tree in (("before", before), ("after", after))
     }

@@ -42,6 +42,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ab_recall import environment_on
 from bench_core import percentile, write_result
 from bench_live import rss_mb
 
@@ -53,8 +54,6 @@ from ramem_core.store.codec import to_metadata
 from ramem_core.testing import serve_chroma
 
 ROOT = Path(__file__).resolve().parents[1]
-TREE = ROOT
-"""This checkout (what ``--ab`` compares another one with)."""
 
 DATA = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 RESULT = ROOT / "benchmarks" / "results" / "bench_fleet.json"
@@ -149,14 +148,12 @@ RESULT_MARK = "@@bench-fleet-result "
 def _spawn(tree: Path, name: str, args: list[Any]) -> subprocess.Popen[str]:
     """This script as a child process on ``tree`` (its ``ramem_core`` first on
     ``PYTHONPATH``, ahead of the installed checkout), calling ``name(*args)``."""
-    paths = [str(tree), os.environ.get("PYTHONPATH", "")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     child = subprocess.Popen(
         [sys.executable, __file__, "--child"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env=env,
+        env=environment_on(tree),
     )
     assert child.stdin is not None
     child.stdin.write(json.dumps({"name": name, "args": args}))
@@ -185,7 +182,7 @@ def child() -> None:
     print(RESULT_MARK + json.dumps(result), flush=True)
 
 
-def run_workers(tasks: list[dict[str, Any]], tree: Path = TREE) -> list[dict[str, Any]]:
+def run_workers(tasks: list[dict[str, Any]], tree: Path = ROOT) -> list[dict[str, Any]]:
     """Run ``tasks`` in as many fresh processes at once, on ``tree``; results in order."""
     children = [_spawn(tree, "worker", [task]) for task in tasks]
     return [_result(c) for c in children]
@@ -417,7 +414,7 @@ def measure(
     print(f"ingest: {args.users} users through chroma run on port {port}", flush=True)
     result["ingest"] = ingest(port, args.users, conversations)
     print(f"  {result['ingest']}", flush=True)
-    trees = {"this": TREE, **({"other": args.ab.resolve()} if args.ab else {})}
+    trees = {"this": ROOT, **({"other": args.ab.resolve()} if args.ab else {})}
     per: dict[str, dict[str, Any]] = {name: {} for name in trees}
     per["this"]["ingest"] = {k: result["ingest"][k] for k in INGEST_FIELDS}
     if args.ab:
@@ -431,7 +428,7 @@ def measure(
     result.update({k: v for k, v in per["this"].items() if k != "ingest"})
     result["add_turn"] = per["this"]["add_turn"]
     if args.ab:
-        result["ab"] = {"this": str(TREE), "other": str(args.ab), "trees": per}
+        result["ab"] = {"this": str(ROOT), "other": str(args.ab), "trees": per}
     return result
 
 

@@ -32,6 +32,7 @@ import json
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -160,6 +161,39 @@ def paired(
     return out
 
 
+Rows = list[dict[str, Any]]
+
+
+def variant_runs(
+    names: list[str],
+    scenarios: list[dict[str, Any]],
+    run: Callable[[RetrievalConfig, list[dict[str, Any]]], Rows],
+    table: Callable[[Rows], dict[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """Each of the :data:`VARIANTS` named, run over ``scenarios``: its rows and table."""
+    runs = {}
+    for name in names:
+        print(f"{name}:", flush=True)
+        rows = run(VARIANTS[name], scenarios)
+        runs[name] = {"table": table(rows), "rows": rows}
+    return runs
+
+
+def against(
+    runs: dict[str, dict[str, Any]], base: str, paired: Callable[[Rows, Rows, str], Any]
+) -> None:
+    """Each run minus the run ``base`` on each part, with paired intervals (kept in the run
+    as ``minus_<base>`` and printed)."""
+    if base not in runs:
+        return
+    for name, entry in runs.items():
+        if name != base:
+            entry["minus_" + base] = {
+                p: paired(entry["rows"], runs[base]["rows"], p) for p in ("choose", "report")
+            }
+            print(f"{name} minus {base}: {entry['minus_' + base]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", default=",".join(VARIANTS))
@@ -169,11 +203,8 @@ def main() -> None:
         print(f"skipped: {PHRASINGS} is missing")
         return
     scenarios = json.loads(PHRASINGS.read_text(encoding="utf-8"))["scenarios"]
-    result: dict[str, Any] = {"command": "python benchmarks/bench_states.py", "runs": {}}
-    for name in args.variants.split(","):
-        print(f"{name}:", flush=True)
-        rows = run(VARIANTS[name], scenarios)
-        result["runs"][name] = {"table": table(rows), "rows": rows}
+    result: dict[str, Any] = {"command": "python benchmarks/bench_states.py"}
+    result["runs"] = variant_runs(args.variants.split(","), scenarios, run, table)
     for name, entry in result["runs"].items():
         print(f"\n== {name}")
         for group, cell in entry["table"].items():
@@ -184,15 +215,7 @@ def main() -> None:
                 f"{cell['past_leads']:.3f}  labelled {cell['labelled']:.3f}  held_true "
                 f"{cell['held_true']:.3f}"
             )
-    base = result["runs"].get(args.against)
-    if base is not None:
-        for name, entry in result["runs"].items():
-            if name == args.against:
-                continue
-            entry["minus_" + args.against] = {
-                p: paired(entry["rows"], base["rows"], p) for p in ("choose", "report")
-            }
-            print(f"{name} minus {args.against}: {entry['minus_' + args.against]}")
+    against(result["runs"], args.against, paired)
     RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {RESULT}")
 

@@ -34,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench_states import VARIANTS, part
+from bench_states import VARIANTS, against, part, variant_runs
 
 from ramem_core import RaMem, RetrievalConfig
 
@@ -119,11 +119,8 @@ def main() -> None:
         print(f"skipped: {PHRASINGS} is missing")
         return
     scenarios = json.loads(PHRASINGS.read_text(encoding="utf-8"))["scenarios"]
-    result: dict[str, Any] = {"command": "python benchmarks/bench_unchanged.py", "runs": {}}
-    for name in args.variants.split(","):
-        print(f"{name}:", flush=True)
-        rows = run(VARIANTS[name], scenarios)
-        result["runs"][name] = {"table": table(rows), "rows": rows}
+    result: dict[str, Any] = {"command": "python benchmarks/bench_unchanged.py"}
+    result["runs"] = variant_runs(args.variants.split(","), scenarios, run, table)
     for name, entry in result["runs"].items():
         print(f"\n== {name}")
         for group, cell in entry["table"].items():
@@ -131,14 +128,7 @@ def main() -> None:
                 continue
             cells = "  ".join(f"{m} {cell[m]:.3f}" for m in MEASURES)
             print(f"{group:8} n={cell['n']:3}  {cells}")
-    base = result["runs"].get(args.against)
-    if base is not None:
-        for name, entry in result["runs"].items():
-            if name != args.against:
-                entry["minus_" + args.against] = {
-                    p: paired(entry["rows"], base["rows"], p) for p in ("choose", "report")
-                }
-                print(f"{name} minus {args.against}: {entry['minus_' + args.against]}")
+    against(result["runs"], args.against, paired)
     args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {args.out}")
 
