@@ -329,7 +329,7 @@ class RaMemStore(BaseStore):
     def memory_of(self, namespace: tuple[str, ...], key: str) -> MemoryUnit | None:
         """The RaMem memory an item is stored as (its first piece), with the episode RaMem
         gave it: session time, event time, thread, speaker."""
-        found = self.memory.get_keyed(
+        found = self.memory.keyed.get(
             [_composite({"ns": tuple(namespace), "key": key})],
             namespace=self._tenant(tuple(namespace)),
         )
@@ -356,7 +356,7 @@ class RaMemStore(BaseStore):
             if len(records) == len(stored):  # the prefix holds all the tenant's items
                 self.memory.drop(namespace=name)
             else:
-                self.memory.delete_keyed([_composite(r) for r in records], namespace=name)
+                self.memory.keyed.delete([_composite(r) for r in records], namespace=name)
             gone += sum(not _expired(r, now) for r in records)  # expired ones were gone
         return gone
 
@@ -374,7 +374,7 @@ class RaMemStore(BaseStore):
             with self._lock:  # a put between the read and the delete is not swept
                 expired = [_composite(r) for r in self._records(name) if _expired(r, now)]
                 if expired:
-                    self.memory.delete_keyed(expired, namespace=name)
+                    self.memory.keyed.delete(expired, namespace=name)
             gone += len(expired)
         return gone
 
@@ -521,7 +521,7 @@ class RaMemStore(BaseStore):
     def _records(self, name: str) -> list[dict[str, Any]]:
         """Every item stored in the RaMem namespace ``name`` (first pieces only)."""
         records = []
-        for unit in self.memory.keyed.items(name):
+        for unit in self.memory.keyed.items(namespace=name):
             record = _record(unit)
             if record is not None and unit.id == keyed_id(_composite(record)):
                 records.append(record)
@@ -621,7 +621,7 @@ class RaMemStore(BaseStore):
         composite = _composite({"ns": namespace, "key": key})
         if op.value is None:
             with self._lock:
-                self.memory.delete_keyed([composite], namespace=tenant)
+                self.memory.keyed.delete([composite], namespace=tenant)
             return
         value = dict(op.value)
         now = _aware(self.clock())
@@ -640,7 +640,7 @@ class RaMemStore(BaseStore):
             }
             if op.ttl is not None:
                 record |= {"ttl": op.ttl, "expires": _expiry(now, op.ttl).isoformat()}
-            self.memory.put(
+            self.memory.keyed.put(
                 composite,
                 self._text(value, op.index),
                 at=said or now.astimezone(timezone.utc).replace(tzinfo=None),
@@ -663,7 +663,8 @@ class RaMemStore(BaseStore):
                 if first is None or _record(first) != seen:  # put or deleted since: leave it
                     continue
                 payload = json.dumps({**seen, "expires": expires.isoformat()}, ensure_ascii=False)
-                pieces = self.memory.store.get(tenant, ids=piece_ids(first))
+                found = (self.memory.transfer.get(i, namespace=tenant) for i in piece_ids(first))
+                pieces = [unit for unit in found if unit is not None]
                 self.memory.add_units(
                     [replace(unit, payload=payload) for unit in pieces], namespace=tenant
                 )

@@ -24,10 +24,9 @@ def evidence_to_node(
     With ``embedder`` (the memory's embedder's name), the node's score is calibrated on a 0-1
     scale (:func:`ramem_core.synthesis.calibrated_score`): 0.5 separates nodes more like
     evidence from the rest, so ``SimilarityPostprocessor(similarity_cutoff=0.5)`` keeps the
-    likely evidence (``benchmarks/results/score_calibration.json`` says how much of it, and
-    how much of the rest it drops). Nodes stay in RaMem's order (valid first): scores need not
-    fall with rank. RaMem's own ranking score is in ``metadata["score"]``; without
-    ``embedder``, the node's score is that one."""
+    likely evidence (the calibration is fitted by ``benchmarks/fit_scores.py``). Nodes stay
+    in RaMem's order (valid first): scores need not fall with rank. RaMem's own ranking score
+    is in ``metadata["score"]``; without ``embedder``, the node's score is that one."""
     # bare content is quoted too: a memory must not be able to close a tag in the prompt
     content = quote(evidence.unit.content)
     body = render(evidence, evidence.rank) if text == "situated" else content

@@ -20,6 +20,7 @@ from ramem_core.errors import (
 from ramem_core.frames import LLMFrameInducer, RuleFrameInducer
 from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.index.freshness import Freshness
+from ramem_core.keyed import KeyedMemories
 from ramem_core.llm import LLMUsage, MeteredLLM
 from ramem_core.loaders import conversation_from_dict, load_conversations
 from ramem_core.memory import IngestReport, RaMem, default_path
@@ -34,7 +35,9 @@ from ramem_core.protocols import (
 )
 from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig, Retriever
 from ramem_core.store.chroma import ChromaStore
+from ramem_core.store.opening import ServerSettings
 from ramem_core.synthesis import Answer, ContextBlock
+from ramem_core.transfer import Transfer
 from ramem_core.types import (
     DEFAULT_K,
     Conversation,
@@ -80,6 +83,7 @@ __all__ = [
     "Granularity",
     "IngestReport",
     "InvalidInputError",
+    "KeyedMemories",
     "Kind",
     "LLMAnchorer",
     "LLMFrameInducer",
@@ -101,6 +105,7 @@ __all__ = [
     "Retriever",
     "RuleAnchorer",
     "RuleFrameInducer",
+    "ServerSettings",
     "Session",
     "Store",
     "StoreError",
@@ -109,6 +114,7 @@ __all__ = [
     "TimeMention",
     "TimeSpan",
     "TokenCounter",
+    "Transfer",
     "Turn",
     "UncertainWriteError",
     "__version__",

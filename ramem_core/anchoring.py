@@ -74,8 +74,8 @@ def unit_id(conversation_id: str, session_id: str, source_ids: Sequence[str]) ->
 PIECE_CHARS = 1_000
 """A turn longer than this is stored as several memory units of at most this many characters
 (people paste documents into chats): the default embedder reads 256 word pieces, about a
-thousand characters of English, and ignores the rest of a longer text. What splitting changes
-on the dev sets is in ``benchmarks/results/long_turns.json``."""
+thousand characters of English, and ignores the rest of a longer text (measured by
+``benchmarks/long_turns.py``)."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
 

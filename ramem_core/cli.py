@@ -193,7 +193,7 @@ def cmd_frame(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_namespaces(args: argparse.Namespace, console: Console) -> int:
     memory = _open(args, reading=True)
-    names = memory.store.namespaces()
+    names = memory.namespaces()
     if not names:
         console.print("no namespaces yet: `ramem ingest FILE` stores a conversation")
     for ns in names:
@@ -226,7 +226,7 @@ def cmd_list(args: argparse.Namespace, console: Console) -> int:
     since, until = _at(args.since), _at(args.until)
     memory = _open(args, reading=True)
     _known_namespace(memory)
-    units = memory.memories(
+    units = memory.transfer.page(
         conversation_id=args.conversation,
         session_id=args.session,
         kind=args.kind,
@@ -258,7 +258,7 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
     from ramem_core.store.codec import to_metadata
 
     memory = _open(args, reading=True)
-    unit = memory.memory(args.id)
+    unit = memory.transfer.get(args.id)
     if unit is None:
         raise RefusedError(f"namespace {memory.namespace!r} holds no memory with id {args.id!r}")
     whole = {**_row(unit), "context": to_metadata(unit)}
@@ -276,7 +276,7 @@ def cmd_show(args: argparse.Namespace, console: Console) -> int:
 def cmd_export(args: argparse.Namespace, console: Console) -> int:
     memory = _open(args, reading=True)
     _known_namespace(memory)
-    n = memory.export(args.out, vectors=args.vectors)
+    n = memory.transfer.export(args.out, vectors=args.vectors)
     console.print(f"exported {n} memories of namespace {memory.namespace!r} to {args.out}")
     return 0
 
@@ -285,7 +285,7 @@ def cmd_import(args: argparse.Namespace, console: Console) -> int:
     if not Path(args.file).is_file():
         raise InvalidInputError(f"cannot read file {args.file}: no such file")
     memory = _open(args)
-    report = memory.import_from(args.file)
+    report = memory.transfer.import_from(args.file)
     console.print(
         f"imported {report.units} memories ({report.new_units} new) into namespace "
         f"{memory.namespace!r}"
@@ -296,9 +296,11 @@ def cmd_import(args: argparse.Namespace, console: Console) -> int:
 def cmd_explain(args: argparse.Namespace, console: Console) -> int:
     at = _at(args.at)
     check_query(args.question)
+    from ramem_core import explain
+
     memory = _open(args, reading=True)
     _known_namespace(memory)
-    html = memory.explain(args.question, k=args.k, at=at)
+    html = explain.page(memory, args.question, k=args.k, at=at)
     Path(args.out).write_text(html, encoding="utf-8")
     console.print(f"wrote {args.out}: open it in a browser (it loads nothing from the network)")
     return 0
@@ -512,7 +514,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # the global options are accepted after the command too: `ramem ask Q --namespace alice`
     common = [_global_options(argparse.SUPPRESS)]
+    for add in (_ingest_command, _question_commands, _memory_commands, _mcp_command):
+        add(sub, common)
+    for add in (_eval_command, _demo_command):
+        add(sub, common)
+    return parser
 
+
+def _ingest_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
+    """``ramem ingest``."""
     p = sub.add_parser("ingest", help="add conversations from a JSON file", parents=common)
     p.add_argument("file", help="a JSON file in RaMem's, LoCoMo's or LongMemEval's format")
     p.add_argument(
@@ -524,6 +534,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm", help="anchor with a chat model (provider:model, via LangChain)")
     p.set_defaults(func=cmd_ingest)
 
+
+def _question_commands(sub: Any, common: list[argparse.ArgumentParser]) -> None:
+    """``ramem ask`` and ``ramem frame``."""
     commands = (
         ("ask", cmd_ask, "recall situated evidence for a question"),
         ("frame", cmd_frame, "show the recall frame of a question"),
@@ -549,6 +562,10 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--llm", help="induce the frame and answer with a chat model")
         p.set_defaults(func=func)
 
+
+def _memory_commands(sub: Any, common: list[argparse.ArgumentParser]) -> None:
+    """Seeing, moving and deleting memories: ``namespaces``, ``list``, ``show``, ``export``,
+    ``explain``, ``import``, ``delete``."""
     p = sub.add_parser("namespaces", help="list namespaces", parents=common)
     p.set_defaults(func=cmd_namespaces)
 
@@ -596,6 +613,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="with --all: drop without asking")
     p.set_defaults(func=cmd_delete)
 
+
+def _mcp_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
+    """``ramem mcp``."""
     p = sub.add_parser(
         "mcp", help="serve the namespace as an MCP server (stdio, or --http)", parents=common
     )
@@ -610,6 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_mcp)
 
+
+def _eval_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
+    """``ramem eval``."""
     p = sub.add_parser(
         "eval", help="evaluate on LoCoMo or LongMemEval (report with plots)", parents=common
     )
@@ -648,6 +671,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_eval)
 
+
+def _demo_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
+    """``ramem demo``."""
     p = sub.add_parser(
         "demo",
         help="ingest a shipped conversation and compare with content-only (temporary store)",
@@ -655,7 +681,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--k", type=_positive, default=3, help="memories shown per question (3)")
     p.set_defaults(func=cmd_demo)
-    return parser
 
 
 def _global_options(default: Any) -> argparse.ArgumentParser:

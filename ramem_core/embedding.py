@@ -106,13 +106,11 @@ class MiniLMEmbedder:
         batch_size: texts per forward pass; batches are formed from length-sorted texts and
             padded to their longest member.
         threads: onnxruntime intra-op threads; by default every CPU this process may use
-            (onnxruntime's own default used one of two cores here, at 60% of the throughput).
+            (onnxruntime's own default may use fewer).
         spin: let onnxruntime's worker threads wait for work by spinning (its default). A
             spinning worker keeps a core busy after each call, taken from what follows (the
             pass over the memory vectors, Chroma's writes): off by default; a bulk-ingest job
-            may turn it on for about 10% more throughput. Measured by
-            ``benchmarks/bench_core.py`` (``spin p95`` / ``no-spin p95``); figures in
-            ``benchmarks/results/TUNING.md``.
+            may turn it on for more throughput. Chosen by ``benchmarks/bench_core.py``.
     """
 
     dimension = 384

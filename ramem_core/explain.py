@@ -6,16 +6,22 @@ ranking. No script, style sheet, font or image is loaded from anywhere: the page
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from html import escape
 
-from ramem_core.index.snapshot import session_spans
+from ramem_core.frames import RuleFrameInducer
+from ramem_core.index.snapshot import Snapshot, session_spans
+from ramem_core.memory import RaMem
+from ramem_core.retrieval import CONTENT_ONLY, Retriever
 from ramem_core.retrieval.supersession import asks_latest_value
+from ramem_core.store.chroma import check_namespace
 from ramem_core.synthesis import coordinates, validity
 from ramem_core.temporal import describe
-from ramem_core.types import Evidence, MemoryUnit, Recall, RecallFrame
+from ramem_core.types import DEFAULT_K, Evidence, MemoryUnit, Recall, RecallFrame, TimeConstraint
+from ramem_core.validation import check_moment
 
 WIDTH, LEFT, RIGHT, ROW, TOP = 1000, 150, 20, 44, 40
 SESSION = "#4a78c2"
@@ -75,22 +81,41 @@ def timeline(sessions: Sequence[SessionMark], found: Recall, content: Sequence[E
     frame's windows, its anchor and now."""
     frame = found.frame
     rows = sorted({s.conversation_id for s in sessions}) or [""]
-    moments = [m for s in sessions for m in (s.start, s.end)]
     windows = [t for t in frame.times if t.window is not None]
-    moments += [m for t in windows for m in (t.window.start, t.window.end)]  # type: ignore[union-attr]
-    if frame.now is not None:
-        moments.append(frame.now)
-    if not moments:
-        moments = [datetime(2000, 1, 1), datetime(2000, 1, 2)]
-    scale = _Scale(min(moments), max(moments))
+    scale = _scale_of(sessions, windows, frame.now)
     height = TOP + ROW * len(rows) + 40
     bottom = TOP + ROW * len(rows)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="timeline">',
-        f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>',
-    ]
-    for t in windows:  # under everything else
+    row_of = {name: i for i, name in enumerate(rows)}
+    return "".join(
+        [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+            f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="timeline">',
+            f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>',
+            *_windows(windows, scale, bottom),  # under everything else
+            *_axis(rows, scale, bottom),
+            *_sessions(sessions, row_of, scale),
+            *_evidence(found.evidence[:10], row_of, scale),
+            *_anchors(frame, [*found.evidence, *content], scale, bottom),
+            "</svg>",
+        ]
+    )
+
+
+def _scale_of(
+    sessions: Sequence[SessionMark], windows: Sequence[TimeConstraint], now: datetime | None
+) -> _Scale:
+    moments = [m for s in sessions for m in (s.start, s.end)]
+    moments += [m for t in windows if t.window is not None for m in (t.window.start, t.window.end)]
+    if now is not None:
+        moments.append(now)
+    if not moments:
+        moments = [datetime(2000, 1, 1), datetime(2000, 1, 2)]
+    return _Scale(min(moments), max(moments))
+
+
+def _windows(windows: Sequence[TimeConstraint], scale: _Scale, bottom: int) -> list[str]:
+    parts = []
+    for t in windows:
         assert t.window is not None
         x1, x2 = scale.x(t.window.start), scale.x(t.window.end)
         fill, opacity = (WINDOW, 0.25) if t.grounded else ("#999999", 0.15)
@@ -102,10 +127,14 @@ def timeline(sessions: Sequence[SessionMark], found: Recall, content: Sequence[E
             f'<text x="{x1 + 2}" y="{TOP - 18}" font-size="11" fill="#1d6b3c">'
             f"{escape(label[:60])}</text>"
         )
-    parts.append(
+    return parts
+
+
+def _axis(rows: Sequence[str], scale: _Scale, bottom: int) -> list[str]:
+    parts = [
         f'<line x1="{LEFT}" y1="{bottom + 4}" x2="{WIDTH - RIGHT}" y2="{bottom + 4}" '
         'stroke="#444" stroke-width="1"/>'
-    )
+    ]
     for tick in _ticks(scale):
         x = scale.x(tick)
         parts.append(
@@ -119,7 +148,11 @@ def timeline(sessions: Sequence[SessionMark], found: Recall, content: Sequence[E
             f'<text x="{LEFT - 8}" y="{y + 15}" font-size="11" text-anchor="end" '
             f'fill="#222">{escape(name[:22])}</text>'
         )
-    row_of = {name: i for i, name in enumerate(rows)}
+    return parts
+
+
+def _sessions(sessions: Sequence[SessionMark], row_of: dict[str, int], scale: _Scale) -> list[str]:
+    parts = []
     for s in sessions:
         y = TOP + ROW * row_of[s.conversation_id] + 4
         x1, x2 = scale.x(s.start), scale.x(s.end)
@@ -128,9 +161,13 @@ def timeline(sessions: Sequence[SessionMark], found: Recall, content: Sequence[E
             f'fill="{SESSION}"><title>session {escape(s.session_id)}: '
             f"{s.start:%d %b %Y} - {s.end:%d %b %Y}</title></rect>"
         )
-    anchors = {t.anchor_id for t in frame.times if t.anchor_id}
+    return parts
+
+
+def _evidence(evidence: Sequence[Evidence], row_of: dict[str, int], scale: _Scale) -> list[str]:
+    parts = []
     placed: dict[tuple[int, float], int] = {}  # memories of one session side by side
-    for e in found.evidence[:10]:
+    for e in evidence:
         span = e.unit.context.session_span
         if span is None:
             continue
@@ -144,8 +181,16 @@ def timeline(sessions: Sequence[SessionMark], found: Recall, content: Sequence[E
             f'stroke="#7a4d00"><title>#{e.rank}: {escape(e.unit.content[:120])}</title></circle>'
             f'<text x="{x}" y="{y + 4}" font-size="9" text-anchor="middle">{e.rank}</text>'
         )
-    for unit_id in anchors:
-        anchor = next((e.unit for e in (*found.evidence, *content) if e.unit.id == unit_id), None)
+    return parts
+
+
+def _anchors(
+    frame: RecallFrame, shown: Sequence[Evidence], scale: _Scale, bottom: int
+) -> list[str]:
+    """The frame's anchors (among the memories shown) and now."""
+    parts = []
+    for unit_id in {t.anchor_id for t in frame.times if t.anchor_id}:
+        anchor = next((e.unit for e in shown if e.unit.id == unit_id), None)
         if anchor is not None and anchor.context.session_span is not None:
             x = scale.x(anchor.context.session_span.end)
             parts.append(
@@ -161,8 +206,7 @@ def timeline(sessions: Sequence[SessionMark], found: Recall, content: Sequence[E
             f'<text x="{x - 3}" y="{TOP - 27}" font-size="11" text-anchor="end" '
             f'fill="{NOW}">now</text>'
         )
-    parts.append("</svg>")
-    return "".join(parts)
+    return parts
 
 
 def _frame_lines(frame: RecallFrame) -> list[str]:
@@ -222,6 +266,42 @@ th { background: #eef1f4; }
 
 
 def page(
+    memory: RaMem,
+    question: str,
+    *,
+    k: int = DEFAULT_K,
+    at: datetime | None = None,
+    namespace: str | None = None,
+) -> str:
+    """One self-contained HTML page explaining ``memory``'s recall of ``question``: the
+    namespace's timeline of sessions and events (inline SVG) with the recall frame drawn on
+    it (grounded windows, the anchor, now), and the ranked evidence with its "why valid"
+    readings beside content-only's ranking. Nothing in it is loaded from the network, and
+    nothing is read from the store beyond what the memory's cached snapshot holds."""
+    ns = check_namespace(namespace) if namespace is not None else memory.namespace
+    found = memory.recall(question, k=k, at=at, namespace=ns)
+    moment = check_moment(at, "at") if at is not None else None
+    # content-only's ranking over the memory's own snapshot, indexed by its own words alone
+    units, vectors = memory.snapshots.read(ns, lambda snap: (list(snap.units), snap.vectors))
+    plain_snap = Snapshot(units, vectors, CONTENT_ONLY.keys)
+    content = Retriever(memory.retriever.embedder, CONTENT_ONLY)
+    plain = content.recall(plain_snap, question, RuleFrameInducer(), k, at=moment)
+    return render(question, found, plain.evidence, sessions_of(units), ns)
+
+
+async def apage(
+    memory: RaMem,
+    question: str,
+    *,
+    k: int = DEFAULT_K,
+    at: datetime | None = None,
+    namespace: str | None = None,
+) -> str:
+    """:func:`page` in a worker thread."""
+    return await asyncio.to_thread(page, memory, question, k=k, at=at, namespace=namespace)
+
+
+def render(
     question: str,
     found: Recall,
     content: Sequence[Evidence],

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.freshness import Freshness
 from ramem_core.protocols import Anchorer, Embedder, Store
+from ramem_core.twins import in_thread
 from ramem_core.types import (
     Conversation,
     Granularity,
@@ -49,8 +50,8 @@ def _check_keys(keys: object) -> list[str]:
 
 
 class KeyedMemories:
-    """Put, get and delete memories by key in a store's namespaces, through the owner of its
-    writes (so a cached snapshot sees them at once).
+    """Put, get and delete memories by key (``memory.keyed``), through the owner of the
+    memory's writes (so a cached snapshot sees them at once).
 
     Args:
         store: the source of truth (read for the pieces a key has).
@@ -58,6 +59,7 @@ class KeyedMemories:
         anchorer: stage 1, which makes a memory of the text.
         embedder: embeds the pieces.
         lock: the memory's writer lock (one writer at a time).
+        namespace_of: the namespace a call names, or the memory's default for ``None``.
     """
 
     def __init__(
@@ -67,16 +69,17 @@ class KeyedMemories:
         anchorer: Anchorer,
         embedder: Embedder,
         lock: threading.RLock,
+        namespace_of: Callable[[str | None], str],
     ) -> None:
         self.store = store
         self.snapshots = snapshots
         self.anchorer = anchorer
         self.embedder = embedder
         self._lock = lock
+        self._namespace_of = namespace_of
 
     def put(
         self,
-        namespace: str,
         key: str,
         text: str,
         *,
@@ -84,9 +87,21 @@ class KeyedMemories:
         speaker: str = "user",
         conversation_id: str = "store",
         payload: str = "",
+        namespace: str | None = None,
     ) -> list[MemoryUnit]:
-        """Store ``text`` as the memory of ``key`` in ``namespace``, replacing what ``key``
-        held; see :meth:`ramem_core.RaMem.put`."""
+        """Store ``text`` as the memory of ``key``, replacing what ``key`` held (a LangGraph
+        store item, a profile fact an agent updates).
+
+        It is anchored as a turn said by ``speaker`` at ``at`` ("yesterday" resolves against
+        ``at``); the writes of one conversation on one day form a session. ``payload`` is
+        kept with it unchanged (:attr:`MemoryUnit.payload`). A long text is stored as several
+        pieces, all replaced together; the first piece's id is :func:`keyed_id` of ``key``.
+
+        Raises:
+            InvalidInputError: an empty key or text, a bad ``at`` or speaker; nothing is
+                written then.
+        """
+        namespace = self._namespace_of(namespace)
         if not isinstance(key, str) or not key:
             msg = f"key must be a non-empty string, got {key!r}"
             raise InvalidInputError(msg)
@@ -129,17 +144,19 @@ class KeyedMemories:
                 self.snapshots.delete(namespace, ids=stale)
         return units
 
-    def get(self, namespace: str, keys: Sequence[str]) -> dict[str, MemoryUnit]:
+    def get(self, keys: Sequence[str], *, namespace: str | None = None) -> dict[str, MemoryUnit]:
         """The memories stored under ``keys`` (first pieces), by key; keys with none are
         absent."""
+        namespace = self._namespace_of(namespace)
         keys = _check_keys(keys)
         if not self.store.has_namespace(namespace):
             return {}
         ids = {keyed_id(k): k for k in keys}
         return {ids[u.id]: u for u in self.store.get(namespace, ids=list(ids))}
 
-    def delete(self, namespace: str, keys: Sequence[str]) -> int:
+    def delete(self, keys: Sequence[str], *, namespace: str | None = None) -> int:
         """Delete the memories of ``keys`` (every piece); returns how many units went."""
+        namespace = self._namespace_of(namespace)
         keys = _check_keys(keys)
         if not self.store.has_namespace(namespace):
             return 0
@@ -150,11 +167,17 @@ class KeyedMemories:
                 ids += _ids(base, self._pieces(namespace, base))
             return self.snapshots.delete(namespace, ids=ids) if ids else 0
 
-    def items(self, namespace: str) -> list[MemoryUnit]:
-        """Every keyed memory of ``namespace`` (first pieces), in the store's order."""
+    def items(self, *, namespace: str | None = None) -> list[MemoryUnit]:
+        """Every keyed memory of the namespace (first pieces), in the store's order."""
+        namespace = self._namespace_of(namespace)
         if not self.store.has_namespace(namespace):
             return []
         return [u for u in self.store.get(namespace) if _is_first_piece(u.id)]
+
+    aput = in_thread(put)
+    aget = in_thread(get)
+    adelete = in_thread(delete)
+    aitems = in_thread(items)
 
     def _pieces(self, namespace: str, base: str) -> int:
         """How many pieces the keyed memory ``base`` has stored (0 when none)."""

@@ -4,20 +4,23 @@
 written when it fails), the anchoring and embedding of a draft (outside the memory's lock),
 then under the lock :func:`place` (which session the turn continues or opens, from the
 session as stored) and :func:`placed` (the drafts with their session's coordinates), and one
-write. Nothing here reads or writes the store.
+write. :class:`LiveSessions` runs them for a memory; the functions touch no store.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ramem_core.anchoring import unit_id
-from ramem_core.errors import InvalidInputError
+from ramem_core.errors import InvalidInputError, UncertainWriteError
+from ramem_core.index.freshness import Freshness
 from ramem_core.index.snapshot import SessionState
+from ramem_core.protocols import Anchorer, Embedder, Store
 from ramem_core.synthesis import strip_echo
 from ramem_core.types import (
     Conversation,
@@ -51,6 +54,7 @@ class LiveTurn:
     kind: Kind
     image_caption: str | None = None
     key: str = ""
+    idempotent: bool = False  # the key is the caller's idempotency key (a retry stores once)
 
     def draft(self, speakers: Sequence[str]) -> Conversation:
         """The turn as a one-turn conversation for the anchorer (its session is assigned
@@ -112,6 +116,7 @@ def check_turn(
         kind or Kind.STATEMENT,
         image_caption,
         key=idempotency_key or uuid.uuid4().hex,
+        idempotent=idempotency_key is not None,
     )
 
 
@@ -175,4 +180,103 @@ def placed(drafts: Sequence[MemoryUnit], turn: LiveTurn, where: Place) -> list[M
             ),
         )
         for part, draft in enumerate(drafts)
+    ]
+
+
+class LiveSessions:
+    """One memory's live sessions: records each turn in the session it continues or opens,
+    and remembers the sessions :meth:`end` closed (in this process)."""
+
+    def __init__(
+        self,
+        store: Store,
+        snapshots: Freshness,
+        anchorer: Anchorer,
+        embedder: Embedder,
+        lock: threading.RLock,
+        session_gap: timedelta,
+    ) -> None:
+        if not isinstance(session_gap, timedelta) or session_gap <= timedelta(0):
+            msg = f"session_gap must be a positive timedelta, got {session_gap!r}"
+            raise InvalidInputError(msg)
+        self.store = store
+        self.snapshots = snapshots
+        self.anchorer = anchorer
+        self.embedder = embedder
+        self.session_gap = session_gap
+        self._lock = lock
+        self._ended: set[tuple[str, str, str]] = set()  # live sessions closed by end()
+
+    def record(self, namespace: str, turn: LiveTurn, *, new_session: bool = False) -> MemoryUnit:
+        """Store a checked turn (see :meth:`ramem_core.RaMem.add_turn`); returns its first
+        memory."""
+        if turn.idempotent:  # stored already?
+            stored = self.store.get(namespace, ids=[turn_unit_id(turn)])
+            if stored:
+                return stored[0]
+        # anchoring and embedding take most of the time (an LLM anchorer far more): they run
+        # outside the lock, on a draft whose session is placed below
+        held = self.latest(namespace, turn.conversation_id)
+        speakers = dict.fromkeys([*(held.speakers if held else ()), turn.speaker])
+        drafts = self.anchorer.anchor(turn.draft(tuple(speakers)))  # a long turn: pieces
+        vectors = self.embedder.embed([d.content for d in drafts])
+        with self._lock:
+            # other threads, and other writers, may have moved on: their turns as stored now
+            held = self.latest(namespace, turn.conversation_id, fresh=True)
+            ended = held is not None and (
+                (namespace, turn.conversation_id, held.session_id) in self._ended
+            )
+            where = place(held, turn, gap=self.session_gap, new_session=new_session, ended=ended)
+            units = placed(drafts, turn, where)
+            try:
+                self.snapshots.write(namespace, units, vectors, new_ids=True)  # all or nothing
+            except UncertainWriteError as exc:
+                raise UncertainWriteError(
+                    str(exc), ids=exc.ids, idempotency_key=turn.key
+                ) from exc.__cause__
+            return units[0]
+
+    def latest(
+        self, namespace: str, conversation_id: str, *, fresh: bool = False
+    ) -> SessionState | None:
+        """The conversation's latest session as stored (every reader derives it alike);
+        ``fresh``: with every write so far."""
+        return self.snapshots.read(
+            namespace, lambda snap: snap.latest_session(conversation_id), fresh=fresh
+        )
+
+    def end(self, namespace: str, conversation_id: str) -> None:
+        """Close the open live session: the next turn starts a new one."""
+        with self._lock:
+            live = self.latest(namespace, conversation_id)
+            if live is not None:
+                self._ended.add((namespace, conversation_id, live.session_id))
+
+    def clear(self) -> None:
+        self._ended.clear()
+
+
+def exchange(
+    user_text: str,
+    reply_text: str,
+    *,
+    at: datetime,
+    user: str,
+    assistant: str,
+    conversation_id: str,
+) -> list[LiveTurn]:
+    """A user's message and the reply as checked turns (empty sides skipped), all checked
+    before any is stored: the message a statement, or a question when it ends in "?"; the
+    reply a reply, without what it echoed of the memories shown."""
+    for speaker, text in ((user, user_text), (assistant, reply_text)):
+        check_name(speaker, "speaker")
+        check_text(text, f"{speaker} text", limit=MAX_TEXT_CHARS, required=False)
+    check_moment(at, "at")
+    check_id(conversation_id, "conversation_id")
+    reply = strip_echo(reply_text)
+    asked = Kind.QUESTION if user_text.rstrip().endswith("?") else Kind.STATEMENT
+    return [
+        check_turn(speaker, text, at=at, conversation_id=conversation_id, kind=kind)
+        for speaker, text, kind in ((user, user_text, asked), (assistant, reply, Kind.REPLY))
+        if visible(text)
     ]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -335,6 +335,23 @@ def read_json(path: str | Path) -> Any:
     except RecursionError as exc:
         msg = "JSON nested too deeply to read (conversation files nest 5 levels)"
         raise ConversationFormatError(msg, source=source) from exc
+
+
+def conversations_of(conversations: object) -> list[Conversation]:
+    """``conversations`` (a list of :class:`Conversation` or dicts in RaMem's JSON format),
+    each checked; a lone conversation is refused with a hint."""
+    if isinstance(conversations, str | bytes | Mapping | Conversation) or not isinstance(
+        conversations, Sequence
+    ):
+        msg = (
+            "conversations must be a list of Conversation objects or dicts, got "
+            f"{type(conversations).__name__} (use add_conversation for one)"
+        )
+        raise InvalidInputError(msg)
+    return [
+        validate(c) if isinstance(c, Conversation) else conversation_from_dict(c)
+        for c in conversations
+    ]
 
 
 def load_conversations(path: str | Path, format: Format = "auto") -> list[Conversation]:  # noqa: A002

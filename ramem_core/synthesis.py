@@ -137,8 +137,8 @@ def render(
 def validity(evidence: Evidence) -> list[tuple[str, str]]:
     """Why ``evidence`` applies, one line each: the frame's conditions it meets ("valid"),
     for a state statement, the later statement of the same kind that may have replaced it, and
-    since when ("superseded", said as a possibility: on look-alike statements that replace
-    nothing, ``benchmarks/bench_unchanged.py``, a link is as likely as on real changes), and
+    since when ("superseded", said as a possibility: statements that replace nothing are
+    linked too), and
     for a memory the second round added, the member of the set asked about it names
     ("member")."""
     out = []
@@ -316,10 +316,8 @@ SCORE_FEATURES = ("cosine", "reciprocal_rank", "contextual")
 """What a calibrated score is made of: the memory's cosine to the question, its reciprocal
 rank in RaMem's list, and whether it meets the recall frame (1 or 0)."""
 SCORE_CALIBRATION = "minilm-evidence-balanced-v1"
-"""Chosen on LoCoMo dev's choose part (conv-26/30/41): ``results/score_calibration.json``.
-
-The calibration framework adapters show scores with, written by ``python
-benchmarks/fit_scores.py`` to ``ramem_core/_data/score_calibration.json``."""
+"""The calibration framework adapters show scores with, fitted by
+``benchmarks/fit_scores.py`` into ``ramem_core/_data/score_calibration.json``."""
 
 
 @functools.cache

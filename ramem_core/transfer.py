@@ -20,17 +20,21 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 import numpy.typing as npt
 
 from ramem_core.errors import InvalidInputError
+from ramem_core.index.freshness import Freshness
+from ramem_core.protocols import Store
 from ramem_core.store.codec import from_record, to_metadata
-from ramem_core.types import Kind, MemoryUnit
+from ramem_core.twins import in_thread
+from ramem_core.types import IngestReport, Kind, MemoryUnit
 from ramem_core.validation import (
     MAX_ID_CHARS,
     MAX_UNIT_CHARS,
@@ -40,6 +44,7 @@ from ramem_core.validation import (
     check_text,
     check_unit_ids,
 )
+from ramem_core.writing import Progress, Writer, check_progress
 
 FORMAT_VERSION = 1
 """The export format's version: an import refuses any other."""
@@ -231,3 +236,114 @@ def _vector(
     ):
         raise InvalidInputError(f"{source} line {number}: a vector of {dimension} numbers")
     return np.asarray(raw, dtype=np.float32)
+
+
+class Transfer:
+    """Seeing and moving one memory's namespaces (``memory.transfer``): pages of memories,
+    one memory by id, export to and import from the format above.
+
+    Args:
+        store: the source of truth (an export reads every memory with its vector).
+        snapshots: the cached snapshots pages are read from.
+        writer: what an import writes through (:class:`~ramem_core.writing.Writer`).
+        namespace_of: the namespace a call names, or the memory's default for ``None``.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        snapshots: Freshness,
+        writer: Writer,
+        namespace_of: Callable[[str | None], str],
+    ) -> None:
+        self.store = store
+        self.snapshots = snapshots
+        self.writer = writer
+        self._namespace_of = namespace_of
+
+    def page(
+        self,
+        *,
+        namespace: str | None = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        kind: Kind | str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> list[MemoryUnit]:
+        """A page of the namespace's memories, newest first (:func:`page`), of one
+        conversation, session or :class:`Kind`, said within ``since``-``until``; empty for a
+        namespace with no memories."""
+        ns = self._namespace_of(namespace)
+        for name, value in (("conversation_id", conversation_id), ("session_id", session_id)):
+            if value is not None:
+                check_id(value, name)
+
+        def wanted(unit: MemoryUnit) -> bool:
+            context = unit.context
+            return (conversation_id is None or context.conversation_id == conversation_id) and (
+                session_id is None or context.session_id == session_id
+            )
+
+        units = self.snapshots.read(ns, lambda snap: [u for u in snap.units if wanted(u)])
+        return page(units, kind=kind, since=since, until=until, limit=limit, after=after)
+
+    def get(self, unit_id: str, *, namespace: str | None = None) -> MemoryUnit | None:
+        """The memory with id ``unit_id`` (its full episodic context), or ``None``."""
+        [checked] = check_unit_ids([unit_id], "unit_id")
+
+        def find(snap: Any) -> MemoryUnit | None:
+            row = snap.position.get(checked)
+            return None if row is None else snap.units[row]
+
+        return self.snapshots.read(self._namespace_of(namespace), find)
+
+    def export(
+        self, path: str | Path, *, namespace: str | None = None, vectors: bool = False
+    ) -> int:
+        """Write every memory of the namespace to ``path`` (with their vectors when
+        ``vectors``); returns how many. A backup, or a move to another directory, server or
+        namespace with :meth:`import_from`."""
+        ns = self._namespace_of(namespace)
+        units, matrix = self.store.load(ns)
+        target = Path(path)
+        tmp = target.with_name(target.name + ".tmp")
+        embedder = self.writer.embedder
+        with tmp.open("w", encoding="utf-8") as out:
+            written = write(
+                out, ns, units, matrix if vectors else None, embedder.name, embedder.dimension
+            )
+        tmp.replace(target)  # never half a file under the name
+        return written
+
+    def import_from(
+        self,
+        path: str | Path,
+        *,
+        namespace: str | None = None,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Store the memories of an export in the namespace: checked whole first (nothing is
+        written when a line is bad), vectors used when they are of this memory's embedder,
+        else embedded again; ids kept, so importing twice stores once.
+
+        Raises:
+            InvalidInputError: the file is not a RaMem export, or a line of it is bad (named).
+        """
+        ns = self._namespace_of(namespace)
+        check_progress(progress)
+        source = str(path)
+        embedder = self.writer.embedder
+        try:
+            with Path(path).open(encoding="utf-8") as lines:
+                found = read(lines, source, embedder.name, embedder.dimension)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"cannot read {source}: {exc}") from exc
+        return self.writer.write_units(ns, found.units, progress, found.vectors)
+
+    apage = in_thread(page)
+    aget = in_thread(get)
+    aexport = in_thread(export)
+    aimport_from = in_thread(import_from)

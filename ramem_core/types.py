@@ -404,3 +404,14 @@ class Recall(Sequence[Evidence]):
 
     def __iter__(self) -> Iterator[Evidence]:
         return iter(self.evidence)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    """What an ingest did: memory units written and turns/sessions they cover."""
+
+    conversations: int
+    sessions: int
+    turns: int
+    units: int
+    new_units: int

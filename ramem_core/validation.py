@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 
 from ramem_core.errors import InvalidInputError
+from ramem_core.types import EpisodicContext, Evidence, MemoryUnit
 
 MAX_TEXT_CHARS = 1_000_000
 """Longest turn text: a hard limit far above what people paste into a chat (LongMemEval_S
@@ -223,3 +224,34 @@ def check_server(
     for what, value in (("tenant", tenant), ("database", database)):
         if value is not None:
             check_name(value, what, limit=MAX_ID_CHARS)
+
+
+def check_units(units: object) -> list[MemoryUnit]:
+    """``units`` as a list of :class:`MemoryUnit` with one-line ids, conversation and session
+    ids, and non-empty contents (units anchored elsewhere, before they are written)."""
+    if not isinstance(units, list | tuple):
+        msg = f"units must be a list of MemoryUnit, got {type(units).__name__}"
+        raise InvalidInputError(msg)
+    for position, unit in enumerate(units):
+        if not isinstance(unit, MemoryUnit) or not isinstance(unit.context, EpisodicContext):
+            msg = f"units[{position}] must be a MemoryUnit, got {type(unit).__name__}"
+            raise InvalidInputError(msg)
+        check_id(unit.id, f"units[{position}].id")
+        check_unit_ids([unit.id], f"units[{position}].id")
+        check_id(unit.context.conversation_id, f"units[{position}] conversation id")
+        check_id(unit.context.session_id, f"units[{position}] session id")
+        check_text(unit.content, f"units[{position}].content", limit=MAX_UNIT_CHARS)
+    return list(units)
+
+
+def check_evidence(evidence: object) -> Sequence[Evidence]:
+    """``evidence`` as recall returned it: a :class:`~ramem_core.types.Recall` or a list of
+    :class:`Evidence`."""
+    if isinstance(evidence, str | bytes) or not isinstance(evidence, Sequence):
+        msg = f"format needs the evidence recall returned, got {type(evidence).__name__}"
+        raise InvalidInputError(msg)
+    for position, item in enumerate(evidence):
+        if not isinstance(item, Evidence):
+            msg = f"evidence[{position}] must be an Evidence, got {type(item).__name__}"
+            raise InvalidInputError(msg)
+    return evidence

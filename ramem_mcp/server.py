@@ -34,6 +34,8 @@ from ramem_mcp import descriptions
 T = TypeVar("T")
 
 CONVERSATION = "mcp"
+MAX_PIECES = 10_000
+"""The most memories of one live session read to find a message's pieces."""
 """The conversation id live turns remembered through MCP are stored under."""
 
 
@@ -339,7 +341,7 @@ class Tools:
     ) -> Annotated[CallToolResult, Page]:
         ns = self._ns()
         units = _checked(  # one more than asked: is there a next page?
-            lambda: self.memory.memories(
+            lambda: self.memory.transfer.page(
                 namespace=ns, session_id=session_id, limit=limit + 1, after=after
             )
         )
@@ -355,7 +357,7 @@ class Tools:
 
     def _unit(self, memory_id: str) -> MemoryUnit:
         ns = self._ns()
-        unit = _checked(lambda: self.memory.memory(memory_id, namespace=ns))
+        unit = _checked(lambda: self.memory.transfer.get(memory_id, namespace=ns))
         if unit is None:
             msg = f"no memory with id {memory_id!r} in namespace {ns!r}"
             raise ToolError(msg)
@@ -367,8 +369,11 @@ class Tools:
         ctx = unit.context
         ns = self._ns()
         same = _checked(
-            lambda: self.memory.store.get(
-                ns, conversation_id=ctx.conversation_id, session_id=ctx.session_id
+            lambda: self.memory.transfer.page(
+                namespace=ns,
+                conversation_id=ctx.conversation_id,
+                session_id=ctx.session_id,
+                limit=MAX_PIECES,
             )
         )
         pieces = [u for u in same if u.source_ids == unit.source_ids]
@@ -392,7 +397,7 @@ class Tools:
         return _result(f"Forgot {id}.", Forgotten(id=id, deleted=deleted))
 
     def memories(self) -> str:
-        units = self.memory.memories(namespace=self._ns(), limit=50)
+        units = self.memory.transfer.page(namespace=self._ns(), limit=50)
         return json.dumps([_memory(u) for u in units], ensure_ascii=False)
 
     def one(self, memory_id: str) -> str:

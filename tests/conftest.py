@@ -17,14 +17,13 @@ from ramem_core import (
     Granularity,
     MemoryUnit,
     RaMem,
-    Session,
     Store,
     TimeSpan,
-    Turn,
 )
 from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo
 from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig
 from ramem_core.testing import HashEmbedder, WordCounter
+from tests.builders import conversation, session
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -61,34 +60,25 @@ def ticking_clock(start: datetime = datetime(2023, 9, 1, 10, 0)) -> Callable[[],
 
 def two_trips() -> Conversation:
     """Two trips and two doctor visits months apart: confusable episodes."""
-    return Conversation(
-        id="friends",
-        participants=("Alice", "Ben"),
-        sessions=(
-            Session(
-                "S1",
-                (
-                    Turn("S1:1", "Alice", "My doctor said my blood pressure is too high."),
-                    Turn("S1:2", "Ben", "I am flying to Lisbon next week for a holiday."),
-                ),
-                datetime(2023, 2, 10, 19, 0),
-            ),
-            Session(
-                "S2",
-                (
-                    Turn("S2:1", "Ben", "In Lisbon we ate grilled sardines by the river."),
-                    Turn("S2:2", "Alice", "I started running three times a week."),
-                ),
-                datetime(2023, 3, 20, 20, 0),
-            ),
-            Session(
-                "S3",
-                (
-                    Turn("S3:1", "Ben", "On my holiday trip we ate grilled sardines and ramen."),
-                    Turn("S3:2", "Alice", "The doctor said my blood pressure is normal now."),
-                ),
-                datetime(2023, 8, 28, 21, 0),
-            ),
+    return conversation(
+        "friends",
+        session(
+            "S1",
+            datetime(2023, 2, 10, 19, 0),
+            "Alice: My doctor said my blood pressure is too high.",
+            "Ben: I am flying to Lisbon next week for a holiday.",
+        ),
+        session(
+            "S2",
+            datetime(2023, 3, 20, 20, 0),
+            "Ben: In Lisbon we ate grilled sardines by the river.",
+            "Alice: I started running three times a week.",
+        ),
+        session(
+            "S3",
+            datetime(2023, 8, 28, 21, 0),
+            "Ben: On my holiday trip we ate grilled sardines and ramen.",
+            "Alice: The doctor said my blood pressure is normal now.",
         ),
     )
 
@@ -105,13 +95,11 @@ def content_only(store: Store) -> RaMem:
 
 def back_from_lisbon(memory: RaMem) -> None:
     """Ben back from Lisbon (the anchor's session), then a pottery class weeks later."""
-    back = Session(
+    back = session(
         "A",
-        (
-            Turn("A:1", "Ben", "I got back from the Lisbon trip today."),
-            Turn("A:2", "Alice", "Welcome back! Tell me everything."),
-        ),
         datetime(2023, 5, 10, 19),
+        "Ben: I got back from the Lisbon trip today.",
+        "Alice: Welcome back! Tell me everything.",
     )
-    later = Session("B", (Turn("B:1", "Ben", "I started a pottery class."),), datetime(2023, 6, 2))
-    memory.add_conversation(Conversation("c", (back, later), ("Ben", "Alice")))
+    later = session("B", datetime(2023, 6, 2), "Ben: I started a pottery class.")
+    memory.add_conversation(conversation("c", back, later))

@@ -422,6 +422,43 @@ def _mean(values: Iterable[float]) -> float | None:
 # --------------------------------------------------------------------------- LoCoMo
 
 
+Rows = list[dict[str, Any]]
+
+
+def _evaluate(
+    benchmark: str,
+    path: str | Path | Sequence[str | Path],
+    out: str | Path,
+    options: EvalOptions,
+    plan: Callable[[list[Any], _Bench], tuple[Sequence[Any], Callable[[Any], Rows]]],
+    summarize: Callable[[Rows], dict[str, Any]],
+    *,
+    embedder: Embedder | None,
+    counter: TokenCounter | None,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    """The one evaluation skeleton: load the file (a bad one fails before anything is
+    written), open the runs, ``plan`` the questions (ingesting what they need), write each
+    question's rows to ``questions.jsonl`` as they come, then ``summary.json``."""
+    items = _load(path, benchmark)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    bench = _open_bench(out, options, embedder, counter)
+    questions, rows_of = plan(items, bench)
+    rows: Rows = []
+    with (out / "questions.jsonl").open("w", encoding="utf-8") as sink:
+        for done, question in enumerate(questions, start=1):
+            for row in rows_of(question):
+                sink.write(json.dumps(row) + "\n")
+                rows.append(row)
+            if progress is not None:
+                progress(done, len(questions))
+    summary = summarize(rows)
+    summary["llm_usage"] = bench.usage()
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
+
+
 def evaluate_locomo(
     path: str | Path | Sequence[str | Path],
     out: str | Path,
@@ -438,100 +475,110 @@ def evaluate_locomo(
         D@1 and rank gap on the context-confusable subset, tokens per question, the K-budget
         curve, and QA F1/BLEU-1 by category when an LLM is given.
     """
-    options = options or EvalOptions()
-    samples = _load(path, "locomo")  # a bad file fails before anything is written
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    bench = _open_bench(out, options, embedder, counter)
-    questions = [(s, qa) for s in samples for qa in s.get("qa", [])]
-    if options.limit is not None:
-        questions = questions[: options.limit]
-    depth = max(20, *options.ks)
-    needed = dict.fromkeys(s["sample_id"] for s, _ in questions)
-    references: dict[str, tuple[metrics.ReferenceBM25, dict[str, str], list[MemoryUnit]]] = {}
-    for sample in samples:
-        if sample["sample_id"] not in needed:
-            continue
-        units = bench.ingest(
-            _namespace(sample["sample_id"]), locomo_conversation(sample, sample["sample_id"])
-        )
-        session_of = {u.id: u.context.session_id for u in units}
-        references[sample["sample_id"]] = (
-            metrics.ReferenceBM25([u.id for u in units], [u.content for u in units]),
-            session_of,
-            units,
+    chosen = options or EvalOptions()
+
+    def plan(samples: list[Any], bench: _Bench) -> tuple[Sequence[Any], Callable[[Any], Rows]]:
+        questions = [(s, qa) for s in samples for qa in s.get("qa", [])]
+        if chosen.limit is not None:
+            questions = questions[: chosen.limit]
+        needed = dict.fromkeys(s["sample_id"] for s, _ in questions)
+        units = {
+            s["sample_id"]: bench.ingest(
+                _namespace(s["sample_id"]), locomo_conversation(s, s["sample_id"])
+            )
+            for s in samples
+            if s["sample_id"] in needed
+        }
+        references = {
+            sid: metrics.ReferenceBM25([u.id for u in us], [u.content for u in us])
+            for sid, us in units.items()
+        }
+        return questions, lambda q: _locomo_rows(
+            bench, chosen, q, units[q[0]["sample_id"]], references[q[0]["sample_id"]]
         )
 
-    rows: list[dict[str, Any]] = []
-    with (out / "questions.jsonl").open("w", encoding="utf-8") as sink:
-        for done, (sample, qa) in enumerate(questions, start=1):
-            sid, category = sample["sample_id"], int(qa.get("category", 0))
-            gold = metrics.parse_evidence(qa.get("evidence", []))
-            reference, session_of, units = references[sid]
-            evidence_units = {u.id for u in units if set(u.source_ids) & set(gold)}
-            evidence_sessions = {g.split(":")[0] for g in gold}
-            confusable = (
-                category in metrics.ANSWERABLE
-                and bool(evidence_units)
-                and metrics.is_confusable(
-                    reference.ranking(qa["question"]), session_of, evidence_units, evidence_sessions
-                )
+    return _evaluate(
+        "locomo",
+        path,
+        out,
+        chosen,
+        plan,
+        lambda rows: summarize_locomo(rows, chosen),
+        embedder=embedder,
+        counter=counter,
+        progress=progress,
+    )
+
+
+def _locomo_rows(
+    bench: _Bench,
+    options: EvalOptions,
+    question: tuple[dict[str, Any], dict[str, Any]],
+    units: list[MemoryUnit],
+    reference: metrics.ReferenceBM25,
+) -> Rows:
+    """One LoCoMo question's row per run: its recall at every depth, its confusion, and its
+    frame and answer where asked."""
+    sample, qa = question
+    depth = max(20, *options.ks)
+    sid, category = sample["sample_id"], int(qa.get("category", 0))
+    gold = metrics.parse_evidence(qa.get("evidence", []))
+    session_of = {u.id: u.context.session_id for u in units}
+    evidence_units = {u.id for u in units if set(u.source_ids) & set(gold)}
+    evidence_sessions = {g.split(":")[0] for g in gold}
+    confusable = (
+        category in metrics.ANSWERABLE
+        and bool(evidence_units)
+        and metrics.is_confusable(
+            reference.ranking(qa["question"]), session_of, evidence_units, evidence_sessions
+        )
+    )
+    rows = []
+    for run in options.runs:
+        evidence = bench.recall(run, _namespace(sid), qa["question"], depth)
+        source_lists = [list(e.unit.source_ids) for e in evidence]
+        row: dict[str, Any] = {
+            "system": run,
+            "sample_id": sid,
+            "split": "report" if sid in options.holdout else "choose",
+            "question": qa["question"],
+            "category": category,
+            "category_name": metrics.LOCOMO_CATEGORIES.get(category, "?"),
+            "answer": qa.get("answer", qa.get("adversarial_answer")),
+            "evidence": gold,
+            "retrieved": _retrieved(evidence),
+            "recall": {
+                k: metrics.evidence_recall(gold, [s for ids in source_lists[:k] for s in ids])
+                for k in range(1, depth + 1)
+            },
+            "confusable": confusable,
+            "top1_wrong_episode": (
+                float(evidence[0].unit.context.session_id not in evidence_sessions)
+                if evidence and evidence_units
+                else None
+            ),
+            "tokens": {k: bench.tokens(run, evidence[:k]) for k in options.ks},
+        }
+        if run == "ramem":
+            row["frame"] = _frame_row(
+                bench.view(run),
+                _namespace(sid),
+                qa["question"],
+                [u for u in units if u.id in evidence_units],
+                lambda u, gold=gold: bool(set(u.source_ids) & set(gold)),  # type: ignore[misc]
             )
-            for run in options.runs:
-                evidence = bench.recall(run, _namespace(sid), qa["question"], depth)
-                source_lists = [list(e.unit.source_ids) for e in evidence]
-                row: dict[str, Any] = {
-                    "system": run,
-                    "sample_id": sid,
-                    "split": "report" if sid in options.holdout else "choose",
-                    "question": qa["question"],
-                    "category": category,
-                    "category_name": metrics.LOCOMO_CATEGORIES.get(category, "?"),
-                    "answer": qa.get("answer", qa.get("adversarial_answer")),
-                    "evidence": gold,
-                    "retrieved": _retrieved(evidence),
-                    "recall": {
-                        k: metrics.evidence_recall(
-                            gold, [s for ids in source_lists[:k] for s in ids]
-                        )
-                        for k in range(1, depth + 1)
-                    },
-                    "confusable": confusable,
-                    "top1_wrong_episode": (
-                        float(evidence[0].unit.context.session_id not in evidence_sessions)
-                        if evidence and evidence_units
-                        else None
-                    ),
-                    "tokens": {k: bench.tokens(run, evidence[:k]) for k in options.ks},
-                }
-                if run == "ramem":
-                    row["frame"] = _frame_row(
-                        bench.view(run),
-                        _namespace(sid),
-                        qa["question"],
-                        [u for u in units if u.id in evidence_units],
-                        lambda u, gold=gold: bool(set(u.source_ids) & set(gold)),  # type: ignore[misc]
-                    )
-                if confusable:
-                    sessions = [e.unit.context.session_id for e in evidence]
-                    is_ev = [e.unit.id in evidence_units for e in evidence]
-                    row["d_at_1"], row["rank_gap"] = metrics.confusion(
-                        sessions, is_ev, evidence_sessions
-                    )
-                if options.llm is not None:
-                    last = bench.view(run).snapshots.get(_namespace(sid)).last_session_end
-                    prediction = bench.answer(run, qa["question"], evidence, last)
-                    row["prediction"] = prediction
-                    row["f1"] = metrics.locomo_f1(prediction, row["answer"], category)
-                    row["bleu1"] = metrics.bleu1(prediction, str(row["answer"]))
-                sink.write(json.dumps(row) + "\n")
-                rows.append(row)
-            if progress is not None:
-                progress(done, len(questions))
-    summary = summarize_locomo(rows, options)
-    summary["llm_usage"] = bench.usage()
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return summary
+        if confusable:
+            sessions = [e.unit.context.session_id for e in evidence]
+            is_ev = [e.unit.id in evidence_units for e in evidence]
+            row["d_at_1"], row["rank_gap"] = metrics.confusion(sessions, is_ev, evidence_sessions)
+        if options.llm is not None:
+            last = bench.view(run).snapshots.get(_namespace(sid)).last_session_end
+            prediction = bench.answer(run, qa["question"], evidence, last)
+            row["prediction"] = prediction
+            row["f1"] = metrics.locomo_f1(prediction, row["answer"], category)
+            row["bleu1"] = metrics.bleu1(prediction, str(row["answer"]))
+        rows.append(row)
+    return rows
 
 
 def summarize_locomo(rows: Sequence[dict[str, Any]], options: EvalOptions) -> dict[str, Any]:
@@ -734,113 +781,95 @@ def evaluate_longmemeval(
     time; abstention questions and questions whose evidence is only on the assistant side are
     skipped (and counted).
     """
-    options = options or EvalOptions(ks=LME_KS)
-    items = _load(path, "longmemeval")  # a bad file fails before anything is written
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if options.limit is not None:
-        items = items[: options.limit]
-    bench = _open_bench(out, options, embedder, counter)
+    chosen = options or EvalOptions(ks=LME_KS)
+    skipped = {"abstention": 0, "assistant-only evidence": 0}
+
+    def plan(items: list[Any], bench: _Bench) -> tuple[Sequence[Any], Callable[[Any], Rows]]:
+        items = items[: chosen.limit] if chosen.limit is not None else items
+        return items, lambda item: _longmemeval_rows(bench, chosen, item, skipped)
+
+    return _evaluate(
+        "longmemeval",
+        path,
+        out,
+        chosen,
+        plan,
+        lambda rows: summarize_longmemeval(rows, chosen, skipped),
+        embedder=embedder,
+        counter=counter,
+        progress=progress,
+    )
+
+
+def _longmemeval_rows(
+    bench: _Bench, options: EvalOptions, item: dict[str, Any], skipped: dict[str, int]
+) -> Rows:
+    """One LongMemEval question's row per run (none for a skipped one, which is counted)."""
+    qid = str(item["question_id"])
+    gold_turns = longmemeval_evidence(item, qid)
+    if qid.endswith("_abs") or not gold_turns:
+        skipped["abstention" if qid.endswith("_abs") else "assistant-only evidence"] += 1
+        return []
     depth = max(50, *options.ks)
     ks = sorted({*options.ks, 1, 5, 10})  # the headline cut-offs are always computed
-    rows: list[dict[str, Any]] = []
-    skipped = {"abstention": 0, "assistant-only evidence": 0}
-    with (out / "questions.jsonl").open("w", encoding="utf-8") as sink:
-        for done, item in enumerate(items, start=1):
-            qid = str(item["question_id"])
-            gold_turns = longmemeval_evidence(item, qid)
-            if qid.endswith("_abs"):
-                skipped["abstention"] += 1
-            elif not gold_turns:
-                skipped["assistant-only evidence"] += 1
-            else:
-                namespace = _namespace(qid)
-                conversation = _user_side(longmemeval_conversation(item, qid))
-                units = bench.ingest(namespace, conversation)
-                evidence_units = [u for u in units if set(u.source_ids) & set(gold_turns)]
-                gold_sessions = list(item.get("answer_session_ids") or [])
-                at = parse_timestamp(str(item.get("question_date", "")))
-                for run in options.runs:
-                    evidence = bench.recall(run, namespace, item["question"], depth, at=at)
-                    turns = [sid for e in evidence for sid in e.unit.source_ids]
-                    sessions = metrics.dedupe(
-                        e.unit.context.session_id.split("~")[0] for e in evidence
-                    )
-                    row: dict[str, Any] = {
-                        "system": run,
-                        "question_id": qid,
-                        "source": item.get("_source"),
-                        "question_type": item.get("question_type"),
-                        "question": item["question"],
-                        "answer": item.get("answer"),
-                        "evidence": gold_sessions,
-                        "evidence_turns": gold_turns,
-                        "retrieved": _retrieved(evidence),
-                        "session": _ranking_metrics(sessions, gold_sessions, ks),
-                        "turn": _ranking_metrics(turns, gold_turns, ks),
-                        "tokens": {k: bench.tokens(run, evidence[:k]) for k in options.ks},
-                    }
-                    if run == "ramem":
-                        row["frame"] = _frame_row(
-                            bench.view(run),
-                            namespace,
-                            item["question"],
-                            evidence_units,
-                            lambda u, gold=gold_sessions: (  # type: ignore[misc]
-                                u.context.session_id.split("~")[0] in gold
-                            ),
-                            at,
-                        )
-                    if options.llm is not None:
-                        row["prediction"] = bench.answer(run, item["question"], evidence, at)
-                        row["judged_correct"] = metrics.judge(
-                            bench.answerer,
-                            str(item.get("question_type")),
-                            item["question"],
-                            str(item.get("answer")),
-                            row["prediction"],
-                        )
-                    sink.write(json.dumps(row) + "\n")
-                    rows.append(row)
-            if progress is not None:
-                progress(done, len(items))
+    namespace = _namespace(qid)
+    units = bench.ingest(namespace, _user_side(longmemeval_conversation(item, qid)))
+    evidence_units = [u for u in units if set(u.source_ids) & set(gold_turns)]
+    gold_sessions = list(item.get("answer_session_ids") or [])
+    at = parse_timestamp(str(item.get("question_date", "")))
+    rows = []
+    for run in options.runs:
+        evidence = bench.recall(run, namespace, item["question"], depth, at=at)
+        turns = [sid for e in evidence for sid in e.unit.source_ids]
+        sessions = metrics.dedupe(e.unit.context.session_id.split("~")[0] for e in evidence)
+        row: dict[str, Any] = {
+            "system": run,
+            "question_id": qid,
+            "source": item.get("_source"),
+            "question_type": item.get("question_type"),
+            "question": item["question"],
+            "answer": item.get("answer"),
+            "evidence": gold_sessions,
+            "evidence_turns": gold_turns,
+            "retrieved": _retrieved(evidence),
+            "session": _ranking_metrics(sessions, gold_sessions, ks),
+            "turn": _ranking_metrics(turns, gold_turns, ks),
+            "tokens": {k: bench.tokens(run, evidence[:k]) for k in options.ks},
+        }
+        if run == "ramem":
+            row["frame"] = _frame_row(
+                bench.view(run),
+                namespace,
+                item["question"],
+                evidence_units,
+                lambda u, gold=gold_sessions: (  # type: ignore[misc]
+                    u.context.session_id.split("~")[0] in gold
+                ),
+                at,
+            )
+        if options.llm is not None:
+            row["prediction"] = bench.answer(run, item["question"], evidence, at)
+            row["judged_correct"] = metrics.judge(
+                bench.answerer,
+                str(item.get("question_type")),
+                item["question"],
+                str(item.get("answer")),
+                row["prediction"],
+            )
+        rows.append(row)
+    return rows
+
+
+def summarize_longmemeval(
+    rows: Sequence[dict[str, Any]], options: EvalOptions, skipped: dict[str, int]
+) -> dict[str, Any]:
+    """Aggregate per-question rows into the summary tables."""
     summary: dict[str, Any] = {
         "benchmark": "longmemeval",
         "ks": list(options.ks),
         "skipped": skipped,
-        "runs": {},
+        "runs": {run: _longmemeval_entry(rows, run, options) for run in options.runs},
     }
-    for run in options.runs:
-        mine = [r for r in rows if r["system"] == run]
-        entry: dict[str, Any] = {"questions": len(mine)}
-        for level in ("session", "turn"):
-            entry[level] = {
-                str(k): {
-                    m: _mean(r[level][k][m] for r in mine)
-                    for m in ("recall_any", "recall_all", "ndcg_any")
-                }
-                for k in options.ks
-            }
-        entry["tokens"] = {str(k): _mean(r["tokens"][k] for r in mine) for k in options.ks}
-        if any("judged_correct" in r for r in mine):
-            types = sorted({str(r["question_type"]) for r in mine})
-            entry["qa_accuracy"] = {
-                t: _mean(float(r["judged_correct"]) for r in mine if r["question_type"] == t)
-                for t in types
-            }
-            entry["qa_accuracy"]["overall"] = _mean(float(r["judged_correct"]) for r in mine)
-        types = sorted({str(r["question_type"]) for r in mine})
-        entry["by_type"] = {
-            t: {
-                "questions": len([r for r in mine if r["question_type"] == t]),
-                **{
-                    name: _mean(metric(r) for r in mine if r["question_type"] == t)
-                    for name, metric in LME_HEADLINE.items()
-                },
-            }
-            for t in types
-        }
-        summary["runs"][run] = entry
     if "content" in options.runs:
         types = sorted({str(r["question_type"]) for r in rows})
         groups: dict[str, Callable[[dict[str, Any]], bool]] = {"all": lambda r: True}
@@ -859,9 +888,41 @@ def evaluate_longmemeval(
         }
     if "ramem" in options.runs:
         summary["anchors"] = anchor_accuracy(rows)
-    summary["llm_usage"] = bench.usage()
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
+
+
+def _longmemeval_entry(
+    rows: Sequence[dict[str, Any]], run: str, options: EvalOptions
+) -> dict[str, Any]:
+    mine = [r for r in rows if r["system"] == run]
+    entry: dict[str, Any] = {"questions": len(mine)}
+    for level in ("session", "turn"):
+        entry[level] = {
+            str(k): {
+                m: _mean(r[level][k][m] for r in mine)
+                for m in ("recall_any", "recall_all", "ndcg_any")
+            }
+            for k in options.ks
+        }
+    entry["tokens"] = {str(k): _mean(r["tokens"][k] for r in mine) for k in options.ks}
+    types = sorted({str(r["question_type"]) for r in mine})
+    if any("judged_correct" in r for r in mine):
+        entry["qa_accuracy"] = {
+            t: _mean(float(r["judged_correct"]) for r in mine if r["question_type"] == t)
+            for t in types
+        }
+        entry["qa_accuracy"]["overall"] = _mean(float(r["judged_correct"]) for r in mine)
+    entry["by_type"] = {
+        t: {
+            "questions": len([r for r in mine if r["question_type"] == t]),
+            **{
+                name: _mean(metric(r) for r in mine if r["question_type"] == t)
+                for name, metric in LME_HEADLINE.items()
+            },
+        }
+        for t in types
+    }
+    return entry
 
 
 LME_HEADLINE: dict[str, Callable[[dict[str, Any]], float]] = {

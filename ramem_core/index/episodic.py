@@ -52,17 +52,14 @@ Matrix = npt.NDArray[Any]
 class EpisodicKeys:
     """How the episode is reinstated in the search keys of a memory.
 
-    Each weight was chosen on the choose parts of the dev data (LoCoMo conv-26/30/41,
-    LongMemEval_S dev30) by ``benchmarks/tune_retrieval.py``: grids in
-    ``benchmarks/results/tune_retrieval.json``, history in ``benchmarks/results/TUNING.md``.
+    Each weight was chosen by ``benchmarks/tune_retrieval.py`` and judged by
+    ``benchmarks/audit_ranking.py``.
 
     Attributes:
         neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
             same session, added to a turn's own lexical key (``()`` turns it off).
-        session_date: add the session's month and year words to the lexical keys. Off: the
-            joint refit of the keys and the learned fusion (issue 33) found them redundant,
-            choose parts equal or better without them
-            (``benchmarks/results/issue33_refit/bench_splits_refit.json``).
+        session_date: add the session's month and year words to the lexical keys. Off:
+            chosen by ``benchmarks/refit_keys.py``.
         session_weight: weight of the session-document rank in the fused score (0: off).
         window: turns on each side whose vectors form the dense window key (0: off).
         speaker_weight: a memory said by a person the query names gains

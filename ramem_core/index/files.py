@@ -138,6 +138,26 @@ class SnapshotFiles:
         self.max_bytes = max_bytes
         self._key = key.encode("utf-8") if isinstance(key, str) else key
 
+    @classmethod
+    def of_store(
+        cls,
+        store: object,
+        *,
+        key: bytes | str | None = None,
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> SnapshotFiles | None:
+        """Where a Chroma store's snapshot files are kept: a local directory's own
+        ``ramem-snapshots`` (snapshots of :data:`MIN_MEMORIES` or more; a small one rebuilds
+        faster than a file loads), a server's given ``snapshot_dir`` (every size: each
+        rebuild is a network read), else none (any other store)."""
+        directory = getattr(store, "snapshot_dir", None)
+        if directory is None:
+            return None
+        remote = bool(getattr(store, "remote", False))
+        files = cls(directory, 0 if remote else MIN_MEMORIES, key=key, max_bytes=max_bytes)
+        files.clean()  # what killed writers left
+        return files
+
     def clean(self, older_than: float = STALE_TEMPORARY_SECONDS) -> int:
         """Remove the ``.tmp`` files killed writers left (older than ``older_than`` seconds:
         a younger one may be another worker's file being written); returns how many."""

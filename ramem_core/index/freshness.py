@@ -15,12 +15,14 @@ store.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,11 +30,13 @@ import numpy.typing as npt
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.episodic import EpisodicKeys
 from ramem_core.index.files import Signature, SnapshotFiles
-from ramem_core.index.snapshot import Snapshot
+from ramem_core.index.snapshot import DamagedUnitError, Snapshot
 from ramem_core.protocols import Store
 from ramem_core.types import MemoryUnit, Version, newer_or_equal
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 DEFAULT_CACHE_BYTES = 1 << 30
 """1 GiB of snapshots per worker: about 80,000 memories of the default embedder at
@@ -50,6 +54,12 @@ class _Cached:
     @property
     def nbytes(self) -> int:
         return max(self.snap.nbytes, self.held)
+
+
+@functools.cache
+def _empty_snapshot() -> Snapshot:
+    """What a namespace nothing was stored in reads as (shared: a snapshot never changes)."""
+    return Snapshot([], None)
 
 
 def _own(version: Version, writer: str) -> int:
@@ -148,6 +158,23 @@ class Freshness:
             if self._forgotten == forgotten:
                 self._remember(namespace, entry)
         return entry.snap
+
+    def read(self, namespace: str, read: Callable[[Snapshot], R], *, fresh: bool = False) -> R:
+        """``read`` of the namespace's snapshot: an empty one where nothing was ever stored
+        (a new user's reads are empty, and a read never creates a namespace). A snapshot whose
+        units do not decode (a damaged or hostile file) is refused, its file removed, and
+        ``read`` runs again on a snapshot rebuilt from the store."""
+
+        def snapshot() -> Snapshot:
+            if not self.store.has_namespace(namespace):
+                return _empty_snapshot()
+            return self.get(namespace, fresh=fresh)
+
+        try:
+            return read(snapshot())
+        except DamagedUnitError as exc:
+            self.refuse(namespace, exc)
+            return read(snapshot())
 
     def refuse(self, namespace: str, reason: object) -> None:
         """Forget a snapshot found damaged while it was read (a unit of a snapshot file that

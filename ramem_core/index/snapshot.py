@@ -206,8 +206,17 @@ class StoredUnits(Sequence[MemoryUnit]):
 
 PER_MEMORY_BYTES = 12_000
 """What a snapshot holds per memory besides its vectors (units, episodic arrays, BM25 and
-neighbour indexes): measured with ``python benchmarks/snapshot_bytes.py`` (LoCoMo dev,
-``benchmarks/results/snapshot_bytes.json``), rounded up."""
+neighbour indexes), rounded up: measured by ``benchmarks/snapshot_bytes.py``."""
+
+
+@dataclass(slots=True)
+class _Change:
+    """What a write does to a snapshot (:meth:`Snapshot.updated`)."""
+
+    replaced: list[tuple[int, MemoryUnit]]  # rows whose units get a new context
+    appended: list[MemoryUnit]
+    spans: dict[SessionKey, TimeSpan]  # every session's span after the write
+    respan: set[SessionKey]  # sessions whose span is derived again from every turn
 
 
 class Snapshot:
@@ -420,32 +429,55 @@ class Snapshot:
         context. ``None`` when that is not the change (an edited content, vector, speaker or
         participants): rebuild then. This snapshot is left as it was.
         """
+        change = self._change_of(changed, vectors)
+        if change is None:
+            return None
+        assert self.vectors is not None
+        assert self._vector_rows is not None
+        n_old = len(self.units)
+        new = Snapshot.__new__(Snapshot)  # not copy.copy: that pickles
+        new.__dict__.update(self.__dict__)
+        new.units = self.units.copy()
+        for row, unit in change.replaced:
+            new.units[row] = unit
+        new.units.extend(change.appended)
+        rows = np.asarray([vectors[u.id] for u in change.appended], dtype=np.float32)
+        rows = rows.reshape(-1, self.vectors.shape[1])
+        new._vector_rows, new.vectors = self._vector_rows.append(n_old, rows)
+        new.position = self.position.appended(u.id for u in change.appended)
+        self._extend_sessions(new, change, n_old)
+        new.columns = self._updated_columns(new, change)
+        self._extend_people(new, change.appended, n_old)
+        new.ubiquitous = new._ubiquitous()
+        new.time_range = new._time_range()
+        new.last_session_end = new._last_session_end()
+        replaced_rows = [row for row, _ in change.replaced]
+        new.index = self.index.updated(new.units, new.vectors, replaced_rows, new._session_span)
+        return new
+
+    def _change_of(
+        self, changed: Sequence[MemoryUnit], vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> _Change | None:
+        """What ``changed`` does to this snapshot: rows whose context it replaces, units it
+        appends, session spans; ``None`` for a change this cannot fold in (a known unit moved
+        to another session or edited, a new unit without its vector)."""
         if self.vectors is None:
             return None
         # a session's span grows with its new turns: held once per session, not per unit
         spans = dict(self._session_span)
         for key, span in session_spans(changed).items():
             spans[key] = _union([span, spans[key]]) if key in spans else span
-        respan: set[SessionKey] = set()  # sessions whose span is derived again from every turn
+        change = _Change([], [], spans, set())
         for unit in changed:
-            row = self.position.get(unit.id)
-            if row is None:
-                continue
-            if session_key(unit) != session_key(self.units[row]):
-                return None  # a known unit moved to another session: rebuild
-            if unit.context.session_span != self.units[row].context.session_span:
-                respan.add(session_key(unit))
-        units = list(changed)
-        replaced: list[tuple[int, MemoryUnit]] = []
-        appended: list[MemoryUnit] = []
-        for unit in units:
             row = self.position.get(unit.id)
             if row is None:
                 if unit.id not in vectors:
                     return None
-                appended.append(unit)
+                change.appended.append(unit)
                 continue
             old = self.units[row]
+            if session_key(unit) != session_key(old):
+                return None  # a known unit moved to another session: rebuild
             same = (
                 old.content == unit.content
                 and old.context.speaker == unit.context.speaker
@@ -454,51 +486,56 @@ class Snapshot:
             )
             if not same:
                 return None
-            replaced.append((row, unit))
-        n_old = len(self.units)
-        new = Snapshot.__new__(Snapshot)  # not copy.copy: that pickles
-        new.__dict__.update(self.__dict__)
-        new.units = self.units.copy()
-        for row, unit in replaced:
-            new.units[row] = unit
-        new.units.extend(appended)
-        dimension = self.vectors.shape[1]
-        rows = np.asarray([vectors[u.id] for u in appended], dtype=np.float32)
-        assert self._vector_rows is not None
-        new._vector_rows, new.vectors = self._vector_rows.append(n_old, rows.reshape(-1, dimension))
-        new.position = self.position.appended(u.id for u in appended)
+            if unit.context.session_span != old.context.session_span:
+                change.respan.add(session_key(unit))  # derived again from every turn
+            change.replaced.append((row, unit))
+        return change
+
+    def _extend_sessions(self, new: Snapshot, change: _Change, n_old: int) -> None:
+        """``new``'s per-session rows, latest sessions, turn counts and spans, with the
+        change's rows."""
+        spans = change.spans
         new._session_span = spans
         new._session_rows = dict(self._session_rows)
         new._latest = dict(self._latest)
         new._session_turns = dict(self._session_turns)
         new._session_speakers = dict(self._session_speakers)
         grown: dict[SessionKey, list[int]] = {}
-        for i, unit in enumerate(appended, start=n_old):
+        for i, unit in enumerate(change.appended, start=n_old):
             grown.setdefault(session_key(unit), []).append(i)
             self._note_session(new._latest, unit)
             self._note_turn(new._session_turns, new._session_speakers, unit)
         for key, rows_added in grown.items():
             held_rows = new._session_rows.get(key, _NO_ROWS)
             new._session_rows[key] = np.concatenate([held_rows, rows_added]).astype(np.int64)
-        for key in {session_key(unit) for _, unit in replaced}:  # a turn index may have moved
+        for key in {session_key(unit) for _, unit in change.replaced}:  # a turn may have moved
             new._session_turns[key] = 1 + max(
                 new.units[r].context.turn_index for r in new._session_rows[key].tolist()
             )
-        for key in respan:  # a stored span was rewritten: it may also have shrunk
+        for key in change.respan:  # a stored span was rewritten: it may also have shrunk
             derived = session_spans([new.units[r] for r in new._session_rows[key]]).get(key)
             if derived is None:
                 spans.pop(key, None)
             else:
                 spans[key] = derived
-        columns = self.columns.concat(MemoryColumns.of(appended, spans))
+
+    def _updated_columns(self, new: Snapshot, change: _Change) -> MemoryColumns:
+        """The columns with the appended rows, the replaced rows, and every row of a session
+        whose span changed."""
+        spans, replaced = change.spans, change.replaced
+        columns = self.columns.concat(MemoryColumns.of(change.appended, spans))
         columns = columns.with_rows(
             [row for row, _ in replaced], MemoryColumns.of([u for _, u in replaced], spans)
         )
-        touched = {session_key(unit) for unit in [*appended, *(u for _, u in replaced)]}
-        for key in touched:  # a session whose span changed: every row of it
+        touched = {session_key(unit) for unit in [*change.appended, *(u for _, u in replaced)]}
+        for key in touched:
             if key not in self._session_span or spans.get(key) != self._session_span[key]:
                 columns = columns.with_session(new._session_rows[key], spans.get(key))
-        new.columns = columns
+        return columns
+
+    def _extend_people(self, new: Snapshot, appended: Sequence[MemoryUnit], n_old: int) -> None:
+        """``new``'s names, speakers of each session and rows of each person, with the
+        appended rows."""
         added = {p for u in appended for p in u.context.participants}
         if not added <= set(self.names):
             new.names = tuple(sorted(set(self.names) | added))
@@ -511,13 +548,6 @@ class Snapshot:
             for name in {p.lower() for p in unit.context.participants}:
                 held = new._people.get(name, np.zeros(0, dtype=np.int64))
                 new._people[name] = np.append(held, i)
-        new.ubiquitous = new._ubiquitous()
-        new.time_range = new._time_range()
-        new.last_session_end = new._last_session_end()
-        new.index = self.index.updated(
-            new.units, new.vectors, [row for row, _ in replaced], new._session_span
-        )
-        return new
 
     def _last_session_end(self) -> datetime | None:
         ses = self.session

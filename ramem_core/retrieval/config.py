@@ -15,9 +15,8 @@ from ramem_core.retrieval.members import SecondRound
 class RetrievalConfig:
     """Switches of the retrieval stage (the evaluation's ablations are settings of this).
 
-    The tuned values were chosen on LoCoMo conv-26/30/41 and LongMemEval_S dev30 by
-    ``benchmarks/tune_retrieval.py`` (grids in ``benchmarks/results/tune_retrieval.json``,
-    history in ``benchmarks/results/TUNING.md``).
+    The tuned values were chosen by ``benchmarks/tune_retrieval.py`` and each pass is judged
+    by ``benchmarks/audit_ranking.py`` (figures and histories: ``benchmarks/results/TUNING.md``).
 
     Attributes:
         keys: the episodic keys memories are found by (:data:`CONTENT_KEYS` for none).
@@ -42,8 +41,8 @@ class RetrievalConfig:
             cannot fill the list (grid ``window_slots``).
         exclude_anchor: keep a before/after relation's anchor out of the relation's window
             when ranking: no padding on the anchor's side, and the anchor memory's session
-            is not inside ("after the trip" is not the trip). Off: it cost recall on LoCoMo
-            dev (``benchmarks/results/TUNING.md``). The "why valid" labels never count the
+            is not inside ("after the trip" is not the trip). Off: chosen by
+            ``benchmarks/tune_retrieval.py``. The "why valid" labels never count the
             padding or the anchor's session either way.
         derived_last: a question or an assistant's reply (:class:`~ramem_core.types.Kind`)
             never outranks a statement in the list that it restates or asks about: one whose
@@ -64,8 +63,8 @@ class RetrievalConfig:
             statement that may have replaced it.
         state_similarity: the cosine two statements that state something need to be about
             the same state without naming one kind of it; ``None`` (the default): never on
-            similarity alone: a threshold labelled many LoCoMo memories in conversations with
-            hardly any state changes (``benchmarks/results/TUNING.md``).
+            similarity alone (a threshold labels statements of conversations where no state
+            changes).
         state_kind_similarity: the cosine enough for two statements of one kind of state
             (a residence, a job, an appointment: :func:`~ramem_core.states.state_kinds`).
         restate_share: for a question about now or for a value at no time in particular,
@@ -73,13 +72,11 @@ class RetrievalConfig:
             words (weighted by idf) and state a value, said on two or more days, form one
             chain whose latest day's statements are read first
             (:func:`~ramem_core.retrieval.supersession.restated`); ``None`` turns it off.
-            Chosen on the LongMemEval_S choose part (``benchmarks/results/bench_updates.json``).
+            Chosen by ``benchmarks/bench_updates.py``.
         state_kind_vectors: a statement or a question speaks of a kind of state also when its
             vector has this cosine with one of the kind's prototype sentences
             (:mod:`ramem_core.retrieval.kinds`: "two weeks into the new gig at Initech" is about
-            a job); ``None``: the words alone. Chosen on the choose half of
-            ``benchmarks/data/state_phrasings.json`` (``benchmarks/bench_states.py``); what it
-            costs on look-alikes that replace nothing: ``benchmarks/bench_unchanged.py``.
+            a job); ``None``: the words alone. Chosen by ``benchmarks/bench_states.py``.
         state_candidates: how many of the content ranking's best statements supersession is
             sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
@@ -87,8 +84,7 @@ class RetrievalConfig:
             the list instead of just after its source, and so does every question: a
             restatement or a question adds no evidence, so it takes no top place from a
             statement that might be evidence (with ``derived_yield_all``, every reply too,
-            restating or not). Measured on the agent path, LoCoMo dev conv-26/30/41
-            (``benchmarks/results/bench_agent_path.json``).
+            restating or not). Chosen by ``benchmarks/bench_agent_path.py``.
         members: the second round (:mod:`ramem_core.retrieval.members`): for a question
             about several things of one kind ("What martial arts has John done?"), the
             statements holding the words nearest that kind ("taekwondo", "kickboxing") that

@@ -122,8 +122,8 @@ def load_fusion(name: str = FUSION_FILE) -> Fusion:
 
 
 LEARNED_FUSION = load_fusion()
-"""Fitted on the choose parts only (LoCoMo conv-26/30/41, LongMemEval_S dev30 + dev120 even
-positions) by ``benchmarks/fit_fusion.py``: ``benchmarks/results/fit_fusion.json``."""
+"""Fitted by ``benchmarks/fit_fusion.py``; its fitting procedure is judged by
+``benchmarks/audit_ranking.py``."""
 
 
 def matrix(features: Mapping[str, Column]) -> npt.NDArray[np.float64]:

@@ -19,8 +19,7 @@ from ramem_core.types import MemoryUnit, TimeSpan
 ANCHOR_CANDIDATES = 1000
 """A relation's anchor event is sought among the question's most similar memories (and the
 phrase's best lexical matches), not in a second pass over every memory (see
-:meth:`SnapshotLookup.locate`). Not tuned: the dev namespaces (300-700 memories) are below it;
-what smaller values changed is in ``benchmarks/results/TUNING.md``."""
+:meth:`SnapshotLookup.locate`). Not tuned: the dev namespaces are below it."""
 
 
 class SnapshotLookup:

@@ -2,9 +2,9 @@
 
 "What martial arts has John done?" is answered by "I'm off to do some taekwondo!" and "I'm
 doing kickboxing and it's giving me so much energy": turns about something else that share no
-word with the question, so no key of the first round finds them (a quarter of LoCoMo's
-multi-hop evidence is not among the first round's 50 best, ``benchmarks/results/
-issue33_ceiling.json``). The question names the *kind* of its members ("martial arts",
+word with the question, so no key of the first round finds them (much of LoCoMo's multi-hop
+evidence is not among the first round's 50 best: ``benchmarks/ceiling_multihop.py``). The
+question names the *kind* of its members ("martial arts",
 "pets", "European countries"); the words of the memory nearest that kind are the members'
 names ("taekwondo", "kickbox"; "dog", "turtl"; "spain", "england").
 
@@ -70,9 +70,8 @@ class SecondRound:
     """The second round's constants (:mod:`ramem_core.retrieval.members`).
 
     Args:
-        similarity: the cosine a term needs with the kind asked to name a member. Chosen on
-            the LoCoMo choose part (conv-26/30/41), ``benchmarks/results/TUNING.md``
-            ("Issue 33: the second round").
+        similarity: the cosine a term needs with the kind asked to name a member. Chosen by
+            ``benchmarks/tune_second_round.py``.
         nearest: at most this many terms nearest the kind are asked for.
         start: the list's first ``start`` places are kept; finds take the next ones.
         slots: at most this many finds join the list.
@@ -107,12 +106,11 @@ class TermVectors:
     are kept. A new line (an index loaded from its file again) takes the vectors of the terms
     a kept line knows and embeds only the others.
 
-    Embedding costs about a millisecond a term (MiniLM, two cores): a question waits for at
-    most ``inline`` terms not embedded yet (a conversation's new words); a larger vocabulary
-    (the first question of a process on a large store: 55,000 terms for 59,000 turns of
-    LongMemEval, ``benchmarks/results/bench_second_round.json``) is embedded by a background
-    thread, and questions meanwhile read the terms embedded so far. Wrap the embedder in
-    :class:`~ramem_core.embedding.CachedEmbedder` to keep the vectors across processes.
+    A question waits for at most ``inline`` terms not embedded yet (a conversation's new
+    words); a larger vocabulary (the first question of a process on a large store) is
+    embedded by a background thread, and questions meanwhile read the terms embedded so far.
+    Wrap the embedder in :class:`~ramem_core.embedding.CachedEmbedder` to keep the vectors
+    across processes.
     Thread-safe.
 
     Args:

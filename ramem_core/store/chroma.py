@@ -41,8 +41,7 @@ VERSION_ID = "~ramem-version~"
 own collection so that a write and its announcement are one Chroma call (one transaction)."""
 _VERSION_RECORD: dict[str, Any] = {"ramem_record": "version"}
 """The filter that finds version records: a string equality, which Chroma answers in constant
-time. A boolean filter took time in proportion to the whole server's records: about 210 ms a
-call on a server holding 300 namespaces (``benchmarks/bench_fleet.py``)."""
+time (a boolean filter takes time in proportion to the whole server's records)."""
 MAX_VERSION_RECORDS = 16
 """Version records a namespace keeps: a writer's first write to a namespace drops the oldest
 beyond this many (every process that writes is a writer, every CLI run one), so reading the
@@ -244,7 +243,7 @@ def _check_snapshot_dir(snapshot_dir: object) -> None:
         raise InvalidInputError(msg)
 
 
-def _timeout(timeout: object) -> Any:
+def timeout_of(timeout: object) -> Any:
     """``timeout`` (seconds, or seconds to connect and to read) as an ``httpx.Timeout``."""
     import httpx
 
@@ -446,7 +445,7 @@ class ChromaStore:
         check_server(host, port, ssl=ssl, headers=headers, tenant=tenant, database=database)
         _check_snapshot_dir(snapshot_dir)
         where = f"{'https' if ssl else 'http'}://{host}:{port}"
-        limits = _timeout(timeout)
+        limits = timeout_of(timeout)
         key = (
             where,
             tuple(sorted((headers or {}).items())),

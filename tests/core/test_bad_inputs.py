@@ -965,18 +965,18 @@ def _server(**kwargs: Any) -> Callable[[Ctx], object]:
 
 
 KEYED = [  # issue 31 item 9: strings for lists, wrong types, reserved ids
-    Bad("get_keyed a string", lambda c: c.memory.get_keyed("abc"), I, "keys must be a sequence"),
+    Bad("get_keyed a string", lambda c: c.memory.keyed.get("abc"), I, "keys must be a sequence"),
     Bad(
         "delete_keyed a string",
-        lambda c: c.memory.delete_keyed("profile"),
+        lambda c: c.memory.keyed.delete("profile"),
         I,
         "keys must be a sequence",
     ),
-    Bad("get_keyed None", lambda c: c.memory.get_keyed(None), I, "keys must be a sequence"),
-    Bad("get_keyed [None]", lambda c: c.memory.get_keyed([None]), I, "non-empty string"),
-    Bad("get_keyed [5]", lambda c: c.memory.get_keyed([5]), I, "non-empty string"),
-    Bad("delete_keyed None", lambda c: c.memory.delete_keyed(None), I, "keys must be a sequence"),
-    Bad("delete_keyed [5]", lambda c: c.memory.delete_keyed([5]), I, "non-empty string"),
+    Bad("get_keyed None", lambda c: c.memory.keyed.get(None), I, "keys must be a sequence"),
+    Bad("get_keyed [None]", lambda c: c.memory.keyed.get([None]), I, "non-empty string"),
+    Bad("get_keyed [5]", lambda c: c.memory.keyed.get([5]), I, "non-empty string"),
+    Bad("delete_keyed None", lambda c: c.memory.keyed.delete(None), I, "keys must be a sequence"),
+    Bad("delete_keyed [5]", lambda c: c.memory.keyed.delete([5]), I, "non-empty string"),
     Bad(
         "delete a version record's id",
         lambda c: c.memory.delete(unit_ids=["~ramem-version~abc"]),

@@ -24,6 +24,7 @@ from ramem_core.testing import (
     free_port,
     serve_chroma,
 )
+from tests.builders import ids
 from tests.conftest import two_trips
 
 
@@ -275,11 +276,11 @@ def test_an_export_moves_a_memory_to_a_server_with_the_same_recall(
     conversation, questions = demo_conversation()
     with RaMem.open(tmp_path / "local", embedder=HashEmbedder(), counter=WordCounter()) as local:
         local.add_conversation(conversation)
-        before = [[e.unit.id for e in local.recall(q["question"])] for q in questions]
-        local.export(tmp_path / "m.jsonl")
+        before = [ids(local.recall(q["question"])) for q in questions]
+        local.transfer.export(tmp_path / "m.jsonl")
     server = _client(chroma_server, "moved")
-    server.import_from(tmp_path / "m.jsonl")
-    assert [[e.unit.id for e in server.recall(q["question"])] for q in questions] == before
+    server.transfer.import_from(tmp_path / "m.jsonl")
+    assert [ids(server.recall(q["question"])) for q in questions] == before
     server.drop()
     server.close()
 

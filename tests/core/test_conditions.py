@@ -15,15 +15,14 @@ from ramem_core import (
     RaMem,
     Recall,
     RetrievalConfig,
-    Session,
     TimeSpan,
-    Turn,
 )
 from ramem_core.retrieval import (
     Conditions,
     mostly_within,
 )
 from ramem_core.testing import WordCounter
+from tests.builders import conversation, session
 from tests.conftest import back_from_lisbon, two_trips
 
 
@@ -138,18 +137,14 @@ def test_session_context_switch_changes_the_filter(memory: RaMem) -> None:
 
 
 def test_participants_constrain_only_when_they_tell_episodes_apart(memory: RaMem) -> None:
-    visit = Session(
+    visit = session(
         "S4",
-        (
-            Turn("S4:1", "Carol", "Hi both, I brought grilled sardines from the market."),
-            Turn("S4:2", "Alice", "Thanks Carol, they smell great."),
-        ),
         datetime(2023, 9, 2, 12, 0),
+        "Carol: Hi both, I brought grilled sardines from the market.",
+        "Alice: Thanks Carol, they smell great.",
     )
-    conversation = two_trips()
-    memory.add_conversation(
-        Conversation(conversation.id, (*conversation.sessions, visit), conversation.participants)
-    )
+    trips = two_trips()
+    memory.add_conversation(Conversation(trips.id, (*trips.sessions, visit), trips.participants))
     assert memory.frame("What did Alice say about sardines?").participants == ()
     frame = memory.frame("What did Carol bring?")
     assert frame.participants == ("Carol",)
@@ -173,12 +168,8 @@ def test_frame_windows_are_padded_by_two_days(memory: RaMem) -> None:
         Conversation(
             "c",
             (
-                Session(
-                    "J",
-                    (Turn("J:1", "Ben", "We booked the sailing trip."),),
-                    datetime(2023, 7, 30, 23, 0),
-                ),
-                Session("S", (Turn("S:1", "Alice", "Snow again."),), datetime(2023, 12, 1)),
+                session("J", datetime(2023, 7, 30, 23, 0), "Ben: We booked the sailing trip."),
+                session("S", datetime(2023, 12, 1), "Alice: Snow again."),
             ),
         )
     )
@@ -259,17 +250,15 @@ def test_in_the_anchors_episode_a_later_event_is_judged_by_its_event(
 ) -> None:
     """ "After the trip" means after the trip's event: a plan told in the same session for a
     later week is after it; the session's small talk is not."""
-    back = Session(
+    back = session(
         "A",
-        (
-            Turn("A:1", "Ben", "I got back from the Lisbon trip last week."),
-            Turn("A:2", "Alice", "Welcome back! Tell me everything."),
-            Turn("A:3", "Ben", "I start a new job next week."),
-        ),
         datetime(2023, 5, 20, 19),  # said after the trip: its small talk overlaps "after"
+        "Ben: I got back from the Lisbon trip last week.",
+        "Alice: Welcome back! Tell me everything.",
+        "Ben: I start a new job next week.",
     )
-    later = Session("B", (Turn("B:1", "Ben", "I started a pottery class."),), datetime(2023, 6, 2))
-    memory.add_conversation(Conversation("c", (back, later), ("Ben", "Alice")))
+    later = session("B", datetime(2023, 6, 2), "Ben: I started a pottery class.")
+    memory.add_conversation(conversation("c", back, later))
     config = RetrievalConfig(exclude_anchor=exclude_anchor)
     found = RaMem(memory.store, counter=WordCounter(), config=config).recall(
         "What did Ben do after the Lisbon trip?"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ramem_core import RaMem
+from ramem_core import RaMem, explain
 from ramem_core.explain import SESSION, WINDOW
 from ramem_core.loaders import demo_conversation
 from ramem_core.testing import HashEmbedder, WordCounter
@@ -23,7 +23,7 @@ def page() -> str:
     memory = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter(), namespace="explain")
     conversation, _ = demo_conversation()
     memory.add_conversation(conversation)
-    return memory.explain(QUESTION, k=10)
+    return explain.page(memory, QUESTION, k=10)
 
 
 def test_the_page_loads_nothing_from_the_network(page: str) -> None:
@@ -149,7 +149,7 @@ def test_explain_reads_the_memorys_own_snapshot_not_the_store_again() -> None:
         return load(namespace)
 
     memory.store.load = counted  # type: ignore[method-assign,assignment]
-    page = memory.explain(QUESTION, k=10)
+    page = explain.page(memory, QUESTION, k=10)
     assert loads == []
     # the same content-only ranking a content-only memory over the store gives
     from html import escape
@@ -170,6 +170,6 @@ def test_the_page_shows_each_live_memory_said_at_its_own_time() -> None:
     memory = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter(), namespace="live")
     for minute, text in ((0, "I had coffee with Ana"), (40, "I bought running shoes")):
         memory.add_turn("user", text, at=datetime(2024, 3, 1, 9, minute))
-    page = memory.explain("What did I buy?", k=5, at=datetime(2024, 3, 2))
+    page = explain.page(memory, "What did I buy?", k=5, at=datetime(2024, 3, 2))
     assert page.count("1 March 2024, 09:40") >= 2  # in RaMem's table and content-only's
     memory.drop()

@@ -20,6 +20,7 @@ from ramem_core.index.episodic import EpisodicKeys
 from ramem_core.index.freshness import Freshness
 from ramem_core.store.chroma import VERSION_ID, ChromaStore
 from ramem_core.testing import HashEmbedder, InMemoryStore, WordCounter
+from tests.builders import ids
 from tests.conftest import two_trips
 
 T0 = datetime(2024, 3, 1, 9, 0)
@@ -358,7 +359,7 @@ def test_the_fake_store_serves_ramem_like_chroma(memory: RaMem) -> None:
     for each in (memory, fake):
         each.add_conversation(two_trips())
     for query in ("Where did Ben eat grilled sardines in August?", "What did the doctor say?"):
-        assert [e.unit.id for e in fake.recall(query)] == [e.unit.id for e in memory.recall(query)]
+        assert ids(fake.recall(query)) == ids(memory.recall(query))
     assert fake.delete(session_id="S1") == memory.delete(session_id="S1") == 2
     assert sorted(u.id for u in fake.store.get("default", conversation_id="friends")) == sorted(
         u.id for u in memory.store.get("default", conversation_id="friends")

@@ -14,29 +14,29 @@ from ramem_core.keyed import keyed_id
 
 def test_put_replaces_a_key_with_its_episode_and_payload(memory: RaMem) -> None:
     at = datetime(2024, 5, 2, 9)
-    memory.put("bike", "I sold my bike yesterday.", at=at, speaker="Ana", payload='{"v": 1}')
-    memory.put("tea", "I like green tea.", at=at, payload="")
-    [unit] = memory.get_keyed(["bike"]).values()
+    memory.keyed.put("bike", "I sold my bike yesterday.", at=at, speaker="Ana", payload='{"v": 1}')
+    memory.keyed.put("tea", "I like green tea.", at=at, payload="")
+    [unit] = memory.keyed.get(["bike"]).values()
     assert unit.content == "Ana: I sold my bike yesterday."
     assert unit.payload == '{"v": 1}'  # through Chroma's metadata and back
     assert unit.context.event_time is not None
     assert unit.context.event_time.start == datetime(2024, 5, 1)
-    memory.put("bike", "I bought a new bike.", at=at + timedelta(days=1), payload='{"v": 2}')
+    memory.keyed.put("bike", "I bought a new bike.", at=at + timedelta(days=1), payload='{"v": 2}')
     assert memory.count() == 2
-    [again] = memory.get_keyed(["bike"]).values()
+    [again] = memory.keyed.get(["bike"]).values()
     assert again.payload == '{"v": 2}'
     assert again.content == "user: I bought a new bike."
     assert memory.recall("Which bike did I buy?", k=1)[0].unit.id == again.id
-    assert set(memory.get_keyed(["bike", "tea", "none"])) == {"bike", "tea"}
+    assert set(memory.keyed.get(["bike", "tea", "none"])) == {"bike", "tea"}
 
 
 def test_a_long_keyed_text_is_replaced_whole(memory: RaMem) -> None:
     at = datetime(2024, 5, 2, 9)
-    memory.put("doc", "A long note about gardens. " * 120, at=at)
+    memory.keyed.put("doc", "A long note about gardens. " * 120, at=at)
     assert memory.count() > 2
-    memory.put("doc", "Short now.", at=at)
+    memory.keyed.put("doc", "Short now.", at=at)
     assert memory.count() == 1
-    assert memory.delete_keyed(["doc", "never"]) == 1
+    assert memory.keyed.delete(["doc", "never"]) == 1
     assert memory.count() == 0
 
 
@@ -48,7 +48,7 @@ def test_put_refuses_bad_input_and_writes_nothing(memory: RaMem) -> None:
         ({"key": "k", "text": "x", "payload": {"a": 1}}, "payload must be a string"),
     ]:
         with pytest.raises(InvalidInputError, match=message):
-            memory.put(at=at, **kwargs)  # type: ignore[arg-type]
+            memory.keyed.put(at=at, **kwargs)  # type: ignore[arg-type]
     assert memory.store.namespaces() == []
 
 
@@ -57,21 +57,21 @@ def test_bad_keys_are_refused_and_nothing_is_deleted(memory: RaMem, keys: object
     """A lone string is not a list of keys: read one character at a time it would delete the
     key "p" and keep "profile"."""
     at = datetime(2024, 5, 2, 9)
-    memory.put("profile", "I am vegetarian.", at=at)
-    memory.put("p", "A key named p.", at=at)
+    memory.keyed.put("profile", "I am vegetarian.", at=at)
+    memory.keyed.put("p", "A key named p.", at=at)
     with pytest.raises(InvalidInputError, match="key"):
-        memory.delete_keyed(keys)  # type: ignore[arg-type]
+        memory.keyed.delete(keys)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="key"):
-        memory.get_keyed(keys)  # type: ignore[arg-type]
-    assert set(memory.get_keyed(["profile", "p"])) == {"profile", "p"}
+        memory.keyed.get(keys)  # type: ignore[arg-type]
+    assert set(memory.keyed.get(["profile", "p"])) == {"profile", "p"}
 
 
 def test_items_are_the_first_pieces_of_every_key(memory: RaMem) -> None:
     at = datetime(2024, 5, 2, 9)
-    memory.put("doc", "A long note about gardens. " * 120, at=at)
-    memory.put("tea", "I like green tea.", at=at)
+    memory.keyed.put("doc", "A long note about gardens. " * 120, at=at)
+    memory.keyed.put("tea", "I like green tea.", at=at)
     memory.add_turn("user", "A plain turn, not keyed.", at=at)
     assert memory.count() > 3
-    items = memory.keyed.items(memory.namespace)
+    items = memory.keyed.items()
     assert sorted(u.id for u in items) == sorted([keyed_id("doc"), keyed_id("tea")])
-    assert memory.keyed.items("nobody") == []
+    assert memory.keyed.items(namespace="nobody") == []

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from ramem_core import Conversation, FrameContext, Granularity, RaMem, Session, TimeSpan, Turn
+from ramem_core import Conversation, FrameContext, Granularity, RaMem, TimeSpan
 from ramem_core.anchoring import LLMAnchorer, RuleAnchorer
 from ramem_core.frames import LLMFrameInducer, RuleFrameInducer
 from ramem_core.llm import MeteredLLM, parse_json_object
 from ramem_core.testing import FakeLLM, WordCounter
+from tests.builders import session
 from tests.conftest import two_trips
 
 
@@ -44,21 +45,14 @@ def good_reply(prompt: str) -> str:
 
 
 def conversation() -> Conversation:
-    return Conversation(
-        "c",
-        (
-            Session(
-                "S1",
-                (
-                    Turn("S1:1", "Ann", "I ran a marathon yesterday."),
-                    Turn("S1:2", "Bob", "Wow, congratulations!"),
-                    Turn("S1:3", "Ann", "Thanks, it was in Berlin."),
-                ),
-                datetime(2023, 5, 8, 10),
-            ),
-        ),
-        ("Ann", "Bob"),
+    marathon = session(
+        "S1",
+        datetime(2023, 5, 8, 10),
+        "Ann: I ran a marathon yesterday.",
+        "Bob: Wow, congratulations!",
+        "Ann: Thanks, it was in Berlin.",
     )
+    return Conversation("c", (marathon,), ("Ann", "Bob"))
 
 
 def test_llm_units_are_checked_and_every_turn_is_covered() -> None:

@@ -25,6 +25,7 @@ from ramem_core import (
     Turn,
 )
 from ramem_core.testing import FakeLLM, HashEmbedder, WordCounter
+from tests.builders import conversation, ids, session
 from tests.conftest import two_trips
 
 
@@ -420,14 +421,10 @@ def test_two_writers_on_one_conversation_lose_nothing(store: ChromaStore) -> Non
 
 def test_live_questions_after_an_imported_history_still_ground(memory: RaMem) -> None:
     # a 2023 history with one dentist visit in August, then a live exchange in late 2026
-    dentist = Session(
-        "D",
-        (Turn("D:1", "user", "The dentist said my gums look much better."),),
-        datetime(2023, 8, 14, 9, 0),
+    dentist = session(
+        "D", datetime(2023, 8, 14, 9, 0), "user: The dentist said my gums look much better."
     )
-    memory.add_conversation(
-        Conversation("history", (*two_trips().sessions, dentist), ("Alice", "Ben", "user"))
-    )
+    memory.add_conversation(conversation("history", *two_trips().sessions, dentist))
     question = "What did my dentist say in August?"
     asked = memory.add_exchange(
         question, "Let me check.", at=datetime(2026, 12, 3, 10, 0), conversation_id="chat"
@@ -779,12 +776,12 @@ def test_recorded_exchanges_leave_the_statements_order_as_it_was(memory: RaMem, 
     from tests.conftest import two_trips
 
     memory.add_conversation(two_trips())
-    before = [e.unit.id for e in memory.recall(query, k=8)]
+    before = ids(memory.recall(query, k=8))
     for day, asked in enumerate(["What did Ben eat in Lisbon?", "What did the doctor say?"]):
         memory.add_exchange(
             asked, "From what you told me: sardines, and rest.", at=datetime(2024, 1, day + 1)
         )
-    after = [e.unit.id for e in memory.recall(query, k=8)]
+    after = ids(memory.recall(query, k=8))
     stated = [u for u in after if u in set(before)]
     assert stated == before[: len(stated)]  # the statements keep their order
     assert len(stated) == 8 - sum(u not in set(before) for u in after)

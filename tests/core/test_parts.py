@@ -14,6 +14,7 @@ from ramem_core import RaMem
 from ramem_core.frames import MAX_PARTS, LLMFrameInducer
 from ramem_core.store.chroma import ChromaStore
 from ramem_core.testing import FakeLLM, WordCounter
+from tests.builders import ids
 
 QUESTION = "What instruments and sports does Carol play?"
 PARTS = ["What instruments does Carol play?", "What sports does Carol play?"]
@@ -64,7 +65,7 @@ def _decomposing(memory: RaMem, llm: FakeLLM) -> RaMem:
 
 def test_each_part_reaches_the_list(memory: RaMem) -> None:
     tennis = _carol(memory)
-    plain = [e.unit.id for e in memory.recall(QUESTION, k=3)]
+    plain = ids(memory.recall(QUESTION, k=3))
     assert tennis not in plain  # the instruments fill the question's own top three
     llm = _replies(PARTS)
     split = _decomposing(memory, llm).recall(QUESTION, k=3)
@@ -93,9 +94,7 @@ def test_a_question_with_fewer_than_two_parts_keeps_its_list(memory: RaMem, repl
     _carol(memory)
     split = _decomposing(memory, _replies(reply))
     assert split.frame(QUESTION).parts == ()
-    assert [e.unit.id for e in split.recall(QUESTION, k=4)] == [
-        e.unit.id for e in memory.recall(QUESTION, k=4)
-    ]
+    assert ids(split.recall(QUESTION, k=4)) == ids(memory.recall(QUESTION, k=4))
 
 
 @pytest.mark.parametrize(

@@ -11,19 +11,18 @@ from ramem_core import (
     RaMem,
     RetrievalConfig,
     Session,
-    Turn,
 )
 from ramem_core.testing import WordCounter
+from tests.builders import session, sources
 from tests.conftest import content_only
 
 
 def _long_session(start: datetime, label: str, topic: str, n: int) -> Session:
-    turns = [Turn(f"{label}:1", "Ben", f"Let me tell you about {topic}.")]
-    turns += [
-        Turn(f"{label}:{i}", "Alice" if i % 2 else "Ben", f"Small talk number {i} about {topic}.")
+    small_talk = (
+        f"{'Alice' if i % 2 else 'Ben'}: Small talk number {i} about {topic}."
         for i in range(2, n + 1)
-    ]
-    return Session(label, tuple(turns), start)
+    )
+    return session(label, start, f"Ben: Let me tell you about {topic}.", *small_talk)
 
 
 def test_valid_memories_move_ahead_only_inside_the_relevant_pool(store: ChromaStore) -> None:
@@ -31,10 +30,10 @@ def test_valid_memories_move_ahead_only_inside_the_relevant_pool(store: ChromaSt
     conversation = Conversation(
         "c",
         (
-            Session(
+            session(
                 "M",
-                (Turn("M:1", "Ben", "The dentist filled two teeth and said to floss daily."),),
                 datetime(2023, 3, 3, 10, 0),
+                "Ben: The dentist filled two teeth and said to floss daily.",
             ),
             _long_session(datetime(2023, 8, 1, 10, 0), "A1", "gardening", 20),
             _long_session(datetime(2023, 8, 15, 10, 0), "A2", "painting", 20),
@@ -65,21 +64,19 @@ def test_a_narrow_window_reaches_below_the_relevant_pool(store: ChromaStore) -> 
     # thirty evenings of concert talk; the one concert last Saturday shares few words with
     # the question, so content ranks it below all of them
     sessions = [
-        Session(
+        session(
             f"C{day}",
-            (Turn(f"C{day}:1", "user", f"I love concert nights, concert number {day} was fun."),),
             datetime(2023, 3, 1 + day, 20, 0),
+            f"user: I love concert nights, concert number {day} was fun.",
         )
         for day in range(30)
     ]
     sessions.append(
-        Session(
+        session(
             "S",
-            (
-                Turn("S:1", "user", "We saw Queen live with my parents, what a show."),
-                Turn("S:2", "user", "The parking was a nightmare though."),
-            ),
             datetime(2023, 4, 15, 21, 0),
+            "user: We saw Queen live with my parents, what a show.",
+            "user: The parking was a nightmare though.",
         )
     )
     memory = RaMem(store, counter=WordCounter())
@@ -87,7 +84,7 @@ def test_a_narrow_window_reaches_below_the_relevant_pool(store: ChromaStore) -> 
     query = "Who did I go to the concert with last Saturday?"
     at = datetime(2023, 4, 22, 9, 0)
     assert memory.frame(query, at=at).grounded_times
-    assert "S:1" not in [e.unit.source_ids[0] for e in content_only(store).recall(query, k=20)]
+    assert "S:1" not in sources(content_only(store).recall(query, k=20))
     evidence = memory.recall(query, k=10, at=at)
     ids = [e.unit.source_ids[0] for e in evidence]
     # the window's best memories below the pool come first, then the relevant others
@@ -96,4 +93,4 @@ def test_a_narrow_window_reaches_below_the_relevant_pool(store: ChromaStore) -> 
     assert all(i.startswith("C") for i in ids[2:])
     # without the slots, only the pool's valid memories (here none) move
     pooled = RaMem(store, config=RetrievalConfig(window_slots=0), counter=WordCounter())
-    assert "S:1" not in [e.unit.source_ids[0] for e in pooled.recall(query, k=10, at=at)]
+    assert "S:1" not in sources(pooled.recall(query, k=10, at=at))

@@ -42,3 +42,44 @@ def test_errors_form_one_hierarchy() -> None:
     ):
         assert issubclass(getattr(ramem_core, name), ramem_core.RaMemError)
     assert issubclass(ramem_core.InvalidInputError, ValueError)
+
+
+SURFACE = {
+    "ramem_core": [
+        *("Anchorer", "AnchoringReport", "Answer", "CONTENT_KEYS", "CONTENT_ONLY"),
+        *("CachedEmbedder", "ChromaStore", "ContextBlock", "Conversation"),
+        *("ConversationFormatError", "DEFAULT_K", "Embedder", "EpisodicContext"),
+        *("EpisodicKeys", "Evidence", "FrameContext", "FrameInducer", "Freshness"),
+        *("Granularity", "IngestReport", "InvalidInputError", "KeyedMemories", "Kind", "LLM"),
+        *("LLMAnchorer", "LLMFrameInducer", "LLMUsage", "Member", "MemoryUnit", "MeteredLLM"),
+        *("MiniLMEmbedder", "ModelReplyError", "ModelUnavailableError"),
+        *("NamespaceNotFoundError", "RaMem", "RaMemError", "Recall", "RecallFrame"),
+        *("RecentQueries", "Relation", "RetrievalConfig", "Retriever", "RuleAnchorer"),
+        *("RuleFrameInducer", "ServerSettings", "Session", "Store", "StoreError"),
+        *("Supersession", "TimeConstraint", "TimeMention", "TimeSpan", "TokenCounter"),
+        *("Transfer", "Turn", "UncertainWriteError", "__version__", "conversation_from_dict"),
+        *("default_path", "load_conversations"),
+    ],
+    "langchain_ramem": [
+        *("LangChainEmbedder", "LangChainLLM", "MemoryContext", "RaMemMemory"),
+        *("RaMemMiddleware", "RaMemRetriever", "RaMemStore", "evidence_to_document"),
+        "recall_tool",
+    ],
+    "llamaindex_ramem": [
+        *("LlamaIndexEmbedder", "LlamaIndexLLM", "RaMemMemoryBlock", "RaMemRetriever"),
+        "evidence_to_node",
+    ],
+    "ramem_mcp": ["Tokens", "build_server", "serve"],
+}
+"""What users import from each package: a change to it is a change to the API, made here on
+purpose (and in the docs), never by accident."""
+
+
+def test_the_public_surface_is_the_list() -> None:
+    import importlib
+
+    for package, names in SURFACE.items():
+        module = importlib.import_module(package)
+        assert sorted(module.__all__) == sorted(names), package
+        for name in names:
+            assert getattr(module, name) is not None, f"{package}.{name}"

@@ -13,13 +13,12 @@ from ramem_core import (
     Conversation,
     RaMem,
     RetrievalConfig,
-    Session,
-    Turn,
 )
 from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
 from ramem_core.retrieval import (
     LEARNED_FUSION,
 )
+from tests.builders import session
 from tests.conftest import content_only, two_trips
 
 
@@ -29,22 +28,18 @@ def test_episodic_keys_prefer_the_supported_episode(memory: RaMem) -> None:
         Conversation(
             "c",
             (
-                Session(
+                session(
                     "A",
-                    (
-                        Turn("A:1", "Ben", "The sardines were grilled by the river, lovely."),
-                        Turn("A:2", "Alice", "I painted the kitchen blue."),
-                    ),
                     datetime(2023, 1, 5),
+                    "Ben: The sardines were grilled by the river, lovely.",
+                    "Alice: I painted the kitchen blue.",
                 ),
-                Session(
+                session(
                     "B",
-                    (
-                        Turn("B:1", "Ben", "We ate sardines in Porto."),
-                        Turn("B:2", "Alice", "Were the sardines grilled?"),
-                        Turn("B:3", "Ben", "Yes, grilled, next to the river."),
-                    ),
                     datetime(2023, 8, 5),
+                    "Ben: We ate sardines in Porto.",
+                    "Alice: Were the sardines grilled?",
+                    "Ben: Yes, grilled, next to the river.",
                 ),
             ),
         )
@@ -68,22 +63,18 @@ def test_a_neighbours_words_find_a_turn(memory: RaMem) -> None:
         Conversation(
             "c",
             (
-                Session(
+                session(
                     "P",
-                    (
-                        Turn("P:1", "Alice", "I signed up for a pottery class downtown."),
-                        Turn("P:2", "Ben", "Nice, how was the first evening?"),
-                        Turn("P:3", "Alice", "It was wonderful, I made a small bowl."),
-                    ),
                     datetime(2023, 5, 2),
+                    "Alice: I signed up for a pottery class downtown.",
+                    "Ben: Nice, how was the first evening?",
+                    "Alice: It was wonderful, I made a small bowl.",
                 ),
-                Session(
+                session(
                     "Q",
-                    (
-                        Turn("Q:1", "Alice", "The weather was wonderful for a walk."),
-                        Turn("Q:2", "Ben", "I made soup yesterday evening."),
-                    ),
                     datetime(2023, 6, 2),
+                    "Alice: The weather was wonderful for a walk.",
+                    "Ben: I made soup yesterday evening.",
                 ),
             ),
         )
@@ -101,13 +92,15 @@ def test_a_neighbours_words_find_a_turn(memory: RaMem) -> None:
 
 
 def test_own_content_ranks_the_turn_that_says_it_above_its_neighbours(memory: RaMem) -> None:
-    turns = (
-        Turn("P:1", "Alice", "I signed up for a pottery class downtown."),
-        Turn("P:2", "Ben", "Nice, how was the first evening?"),
-        Turn("P:3", "Alice", "It was wonderful, I made a small bowl."),
-        Turn("P:4", "Ben", "Did you bring it home?"),
+    pottery = session(
+        "P",
+        datetime(2023, 5, 2),
+        "Alice: I signed up for a pottery class downtown.",
+        "Ben: Nice, how was the first evening?",
+        "Alice: It was wonderful, I made a small bowl.",
+        "Ben: Did you bring it home?",
     )
-    memory.add_conversation(Conversation("c", (Session("P", turns, datetime(2023, 5, 2)),)))
+    memory.add_conversation(Conversation("c", (pottery,)))
     query = "Who made a small bowl?"
     with_own = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(own_weight=0.25)))
     without = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)))
@@ -150,22 +143,12 @@ def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem)
         Conversation(
             "c",
             (
-                Session(
+                session(
                     "A",
-                    (
-                        Turn(
-                            "A:1",
-                            "Ana",
-                            "Ana moved to Lisbon. Ana loves Lisbon, the move was good.",
-                        ),
-                    ),
                     datetime(2023, 3, 5),
+                    "Ana: Ana moved to Lisbon. Ana loves Lisbon, the move was good.",
                 ),
-                Session(
-                    "B",
-                    (Turn("B:1", "Ana", "I moved there last week with my cat."),),
-                    datetime(2023, 3, 12),
-                ),
+                session("B", datetime(2023, 3, 12), "Ana: I moved there last week with my cat."),
             ),
         )
     )

@@ -12,8 +12,6 @@ from ramem_core import (
     RaMem,
     RecallFrame,
     RetrievalConfig,
-    Session,
-    Turn,
 )
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
@@ -21,6 +19,7 @@ from ramem_core.retrieval import (
     CONTENT_ONLY,
 )
 from ramem_core.testing import WordCounter
+from tests.builders import ids, session
 from tests.conftest import content_only, two_trips
 
 WRONG_EPISODE_QUERY = "Where did Ben eat grilled sardines by the river in August?"
@@ -48,8 +47,8 @@ def test_ungrounded_frame_falls_back_to_content(memory: RaMem) -> None:
     assert not any(e.contextual for e in memory.recall(query, k=4))
     # without episodic keys (and the learned fusion), RaMem's list is the content-only list
     no_keys = RaMem(memory.store, config=RetrievalConfig(keys=CONTENT_KEYS, fusion=None))
-    plain_ids = [e.unit.id for e in content_only(memory.store).recall(query, k=4)]
-    assert [e.unit.id for e in no_keys.recall(query, k=4)] == plain_ids
+    plain_ids = ids(content_only(memory.store).recall(query, k=4))
+    assert ids(no_keys.recall(query, k=4)) == plain_ids
 
 
 def test_evidence_ranks_are_dense_and_sorted(memory: RaMem) -> None:
@@ -84,10 +83,8 @@ def _other_conversation() -> Conversation:
     return Conversation(
         "other",
         (
-            Session(
-                "X1",
-                (Turn("X1:1", "Carol", "We ate grilled sardines in August by the river."),),
-                datetime(2023, 8, 2),
+            session(
+                "X1", datetime(2023, 8, 2), "Carol: We ate grilled sardines in August by the river."
             ),
         ),
     )

@@ -242,3 +242,35 @@ def test_open_session_documents_are_bounded_and_score_as_rebuilt(
         got = _by_id(snap, snap.index.session_scores(query)[snap.index.session_of])
         want = _by_id(fresh, fresh.index.session_scores(query)[fresh.index.session_of])
         np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)
+
+
+def test_a_known_unit_restored_with_a_new_context_reads_as_rebuilt() -> None:
+    """A write that gives known units a new context (a later turn index, a shorter span: a
+    live session rewritten by another writer) leaves the session's turn count and span as a
+    snapshot built from scratch has them."""
+    from dataclasses import replace
+
+    from ramem_core.index.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    embedder = HashEmbedder()
+    history, steps = _live_units(own_spans=True)
+    live = steps[2][1]  # three live turns, each spanning the session's start to its time
+    units = [*history, *live]
+    snap = Snapshot(units, embedder.embed([u.content for u in units]))
+    last = live[-1]
+    own, before = last.context.session_span, live[1].context.session_span
+    assert own is not None
+    assert before is not None
+    shorter = TimeSpan(own.start, before.end, Granularity.INSTANT)
+    restored = replace(last, context=replace(last.context, turn_index=7, session_span=shorter))
+    updated = snap.updated([restored], {})
+    assert updated is not None
+    fresh_units = [*history, *live[:-1], restored]
+    fresh = Snapshot(fresh_units, embedder.embed([u.content for u in fresh_units]))
+    assert updated._session_turns == fresh._session_turns
+    assert updated._session_turns[("friends", "L")] == 8  # the moved turn is the last
+    assert updated._session_span == fresh._session_span
+    for unit in fresh_units:
+        row, fresh_row = updated.position[unit.id], fresh.position[unit.id]
+        assert updated.unit(row).context == fresh.unit(fresh_row).context, unit.id

@@ -15,6 +15,7 @@ from ramem_core.store.chroma import ChromaStore
 from ramem_core.synthesis import evidence_metadata, validity
 from ramem_core.temporal import describe
 from ramem_core.testing import WordCounter
+from tests.builders import ids
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def _moved(memory: RaMem) -> tuple[str, str]:
 
 
 def _first(memory: RaMem, query: str, k: int = 3) -> list[str]:
-    return [e.unit.id for e in memory.recall(query, k=k, at=datetime(2024, 7, 1))]
+    return ids(memory.recall(query, k=k, at=datetime(2024, 7, 1)))
 
 
 def test_a_question_about_now_reads_the_latest_statement_first(memory: RaMem) -> None:
@@ -182,8 +183,8 @@ def test_an_appointment_moved_is_superseded_when_said_not_at_its_date(
 def test_without_supersession_the_older_statement_ranks_first(memory: RaMem) -> None:
     lisbon, porto = _moved(memory)
     plain = RaMem(memory.store, config=replace(WORDS, supersession=False))
-    ids = [e.unit.id for e in plain.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1))]
-    assert ids.index(lisbon) < ids.index(porto)  # what the chain fixes
+    ranked = ids(plain.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1)))
+    assert ranked.index(lisbon) < ranked.index(porto)  # what the chain fixes
 
 
 def test_supersession_is_derived_when_read(memory: RaMem) -> None:
@@ -368,8 +369,8 @@ def test_a_restated_value_reads_latest_first(memory: RaMem) -> None:
 def test_without_the_restated_chain_the_earlier_value_ranks_first(memory: RaMem) -> None:
     old, new = _coins(memory)
     plain = RaMem(memory.store, config=replace(WORDS, restate_share=None))
-    ids = [e.unit.id for e in plain.recall(COINS, k=3, at=datetime(2024, 7, 1))]
-    assert ids.index(old) < ids.index(new)  # what the chain fixes
+    ranked = ids(plain.recall(COINS, k=3, at=datetime(2024, 7, 1)))
+    assert ranked.index(old) < ranked.index(new)  # what the chain fixes
 
 
 def test_a_past_value_question_at_no_time_reads_the_latest_account(memory: RaMem) -> None:

@@ -33,6 +33,36 @@ def _top10(memory: RaMem, namespace: str) -> list[list[tuple[str, str]]]:
     ]
 
 
+def test_a_page_of_one_conversation_or_session_holds_only_theirs() -> None:
+    memory = _memory(namespace="pages")
+    ana = memory.add_turn("Ana", "I moved to Porto.", at=T0, conversation_id="ana")
+    later = memory.add_turn(
+        "Ana", "I like it here.", at=T0 + timedelta(days=2), conversation_id="ana"
+    )
+    ben = memory.add_turn("Ben", "I moved to Lisbon.", at=T0, conversation_id="ben")
+    assert [u.id for u in memory.transfer.page(conversation_id="ana")] == [later.id, ana.id]
+    assert [u.id for u in memory.transfer.page(conversation_id="ben")] == [ben.id]
+    first_session = ana.context.session_id
+    assert [u.id for u in memory.transfer.page(session_id=first_session)] == [ana.id]
+    assert memory.transfer.page(conversation_id="ben", session_id=later.context.session_id) == []
+
+
+def test_the_default_namespace_moves_every_door() -> None:
+    memory = _memory(namespace="default-first")
+    memory.keyed.put("diet", "I am vegetarian.", at=T0)
+    memory.namespace = "default-second"
+    memory.keyed.put("diet", "I eat fish now.", at=T0 + timedelta(days=1))
+    assert memory.keyed.get(["diet"])["diet"].content.endswith("I eat fish now.")
+    assert memory.keyed.get(["diet"], namespace="default-first")["diet"].content.endswith(
+        "vegetarian."
+    )
+    assert [u.content for u in memory.transfer.page()] == ["user: I eat fish now."]
+    assert [e.unit.content for e in memory.recall("What do I eat?")] == ["user: I eat fish now."]
+    with pytest.raises(InvalidInputError, match="namespace"):
+        memory.namespace = "no spaces allowed"
+    assert memory.namespace == "default-second"
+
+
 def test_memories_page_newest_first_with_filters() -> None:
     memory = _memory(namespace="lst")
     said = [
@@ -42,25 +72,26 @@ def test_memories_page_newest_first_with_filters() -> None:
     question = memory.add_turn(
         "Ana", "What about pottery?", at=T0 + timedelta(days=9), kind=Kind.QUESTION
     )
-    assert [u.id for u in memory.memories()] == [question.id, *(u.id for u in reversed(said))]
-    first = memory.memories(limit=2)
-    second = memory.memories(limit=2, after=first[-1].id)
-    assert [u.id for u in first + second] == [u.id for u in memory.memories()][:4]
-    assert [u.id for u in memory.memories(kind="question")] == [question.id]
-    assert [u.id for u in memory.memories(kind=Kind.STATEMENT, since=T0 + timedelta(days=3))] == [
+    assert [u.id for u in memory.transfer.page()] == [question.id, *(u.id for u in reversed(said))]
+    first = memory.transfer.page(limit=2)
+    second = memory.transfer.page(limit=2, after=first[-1].id)
+    assert [u.id for u in first + second] == [u.id for u in memory.transfer.page()][:4]
+    assert [u.id for u in memory.transfer.page(kind="question")] == [question.id]
+    later = memory.transfer.page(kind=Kind.STATEMENT, since=T0 + timedelta(days=3))
+    assert [u.id for u in later] == [
         said[4].id,
         said[3].id,
     ]
-    assert memory.memory(said[0].id) == memory.store.get("lst", ids=[said[0].id])[0]
-    assert memory.memory("nope") is None
-    assert memory.memories(namespace="nobody") == []
+    assert memory.transfer.get(said[0].id) == memory.store.get("lst", ids=[said[0].id])[0]
+    assert memory.transfer.get("nope") is None
+    assert memory.transfer.page(namespace="nobody") == []
     for bad, message in (
         ({"kind": "fact"}, "kind must be one of"),
         ({"after": "nope"}, "not the id of a listed memory"),
         ({"limit": 0}, "limit"),
     ):
         with pytest.raises(InvalidInputError, match=message):
-            memory.memories(**bad)  # type: ignore[arg-type]
+            memory.transfer.page(**bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("vectors", [False, True])
@@ -71,17 +102,17 @@ def test_an_export_imported_elsewhere_recalls_the_same(tmp_path: Path, vectors: 
     with _memory(tmp_path / "a") as source:
         source.add_conversation(conversation)
         source.add_turn("Alice", "I booked a pottery class.", at=datetime(2023, 12, 1))
-        source.put("profile", "Alice is vegetarian.", at=datetime(2023, 12, 2), payload="{}")
+        source.keyed.put("profile", "Alice is vegetarian.", at=datetime(2023, 12, 2), payload="{}")
         before = _top10(source, "default")
-        assert source.export(tmp_path / "m.jsonl", vectors=vectors) == source.count()
-        source.import_from(tmp_path / "m.jsonl", namespace="copy")
+        assert source.transfer.export(tmp_path / "m.jsonl", vectors=vectors) == source.count()
+        source.transfer.import_from(tmp_path / "m.jsonl", namespace="copy")
         assert _top10(source, "copy") == before
-        [kept] = source.get_keyed(["profile"], namespace="copy").values()  # keyed identity
+        [kept] = source.keyed.get(["profile"], namespace="copy").values()  # keyed identity
         assert kept.payload == "{}"
     with _memory(tmp_path / "b") as target:
-        report = target.import_from(tmp_path / "m.jsonl")
+        report = target.transfer.import_from(tmp_path / "m.jsonl")
         assert report.new_units == report.units
-        assert target.import_from(tmp_path / "m.jsonl").new_units == 0  # once
+        assert target.transfer.import_from(tmp_path / "m.jsonl").new_units == 0  # once
         assert _top10(target, "default") == before
         moved = {u.id: u for u in target.store.get("default")}
     with _memory(tmp_path / "a") as source:
@@ -91,9 +122,9 @@ def test_an_export_imported_elsewhere_recalls_the_same(tmp_path: Path, vectors: 
 def test_vectors_of_another_model_are_embedded_again(tmp_path: Path) -> None:
     with RaMem.open(tmp_path / "a", embedder=HashEmbedder(64), counter=WordCounter()) as small:
         small.add_turn("Ana", "I bought a red bicycle.", at=T0)
-        small.export(tmp_path / "m.jsonl", vectors=True)
+        small.transfer.export(tmp_path / "m.jsonl", vectors=True)
     with _memory(tmp_path / "b") as memory:
-        memory.import_from(tmp_path / "m.jsonl")
+        memory.transfer.import_from(tmp_path / "m.jsonl")
         units, matrix = memory.store.load("default")
         assert np.allclose(matrix, HashEmbedder().embed([u.content for u in units]))
 
@@ -102,7 +133,7 @@ def test_a_bad_import_is_refused_whole(tmp_path: Path) -> None:
     with _memory(tmp_path / "a") as source:
         for i in range(3):
             source.add_turn("Ana", f"Note {i}.", at=T0 + timedelta(minutes=i))
-        source.export(tmp_path / "m.jsonl")
+        source.transfer.export(tmp_path / "m.jsonl")
     lines = (tmp_path / "m.jsonl").read_text().splitlines()
     broken = json.loads(lines[3])
     broken["context"] = "nope"
@@ -125,6 +156,6 @@ def test_a_bad_import_is_refused_whole(tmp_path: Path) -> None:
             path = tmp_path / f"{name}.jsonl"
             path.write_text("\n".join(content) + "\n")
             with pytest.raises(InvalidInputError, match=messages[name]):
-                target.import_from(path)
+                target.transfer.import_from(path)
         assert target.count() == 0  # nothing written
         assert not target.has_namespace("default")

@@ -893,9 +893,9 @@ def test_items_of_any_size_move_through_an_export(tmp_path: Path) -> None:
     for key, value in values.items():
         RaMemStore(source).put(("u1", "notes"), key, value)
     [namespace] = source.store.namespaces()
-    source.export(tmp_path / "notes.jsonl", namespace=namespace)
+    source.transfer.export(tmp_path / "notes.jsonl", namespace=namespace)
     target = RaMem(ChromaStore.persistent(tmp_path / "b", HashEmbedder()))
-    target.import_from(tmp_path / "notes.jsonl", namespace=namespace)
+    target.transfer.import_from(tmp_path / "notes.jsonl", namespace=namespace)
     moved = RaMemStore(target)
     for key, value in values.items():
         item = moved.get(("u1", "notes"), key)
