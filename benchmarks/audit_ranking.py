@@ -243,7 +243,7 @@ def fusion_candidates(data: Data, keys: EpisodicKeys) -> list[Candidates]:
     ``benchmarks/fit_fusion.py`` fits on), read with the shipped candidate shape."""
     shipped = RetrievalConfig().fusion
     assert shipped is not None
-    shape = Fusion(dict.fromkeys(FUSION_FEATURES, 0.0), shipped.candidates, shipped.own_candidates)
+    shape = Fusion(dict.fromkeys(FUSION_FEATURES, 0.0), shipped.candidates)
     inducer = RuleFrameInducer()
     out = []
     started = time.monotonic()
@@ -307,7 +307,7 @@ def fit_fusion(cands: Sequence[Candidates], held_out: int) -> tuple[Fusion, dict
     shipped = RetrievalConfig().fusion
     assert shipped is not None
     weights = dict(zip(FUSION_FEATURES, (float(x) for x in w), strict=True))
-    fusion = Fusion(weights, shipped.candidates, shipped.own_candidates)
+    fusion = Fusion(weights, shipped.candidates)
     return fusion, {"l2": best[1], "loss": best[2], "inner_cv": round(best[0], 4)}
 
 
@@ -367,6 +367,7 @@ class Pass:
     purpose: tuple[tuple[str, str | None], ...]
     keys: bool = False  # it changes the episodic keys: the fusion is refitted without it
     elsewhere: str = ""  # what it earned on a benchmark outside the audit, with its command
+    joint: tuple[str, ...] = ()  # passes of one purpose judged together (all removed at once)
 
 
 def _keys(**changes: Any) -> Callable[[RetrievalConfig], RetrievalConfig]:
@@ -385,6 +386,12 @@ PASSES = (
     Pass("session-context", lambda c: replace(c, session_context=False), TEMPORAL),
     Pass("when", lambda c: replace(c, time_weight=0.0), TEMPORAL),
     Pass("window-slots", lambda c: replace(c, window_slots=0), TEMPORAL),
+    Pass(
+        "when+window-slots",
+        lambda c: replace(c, time_weight=0.0, window_slots=0),
+        TEMPORAL,
+        joint=("when", "window-slots"),
+    ),
     Pass(
         "supersession",
         lambda c: replace(c, supersession=False),
@@ -407,17 +414,15 @@ PASSES = (
     ),
     Pass("keys", lambda c: replace(c, keys=CONTENT_KEYS), ALL_R10, keys=True),
     Pass("neighbours-key", _keys(neighbours=()), ALL_R10, keys=True),
-    Pass("session-doc", _keys(session_weight=0.0), ALL_R10, keys=True),
     Pass("window-key", _keys(window=0), ALL_R10, keys=True),
-    Pass("own-words-key", _keys(own_weight=0.0), ALL_R10, keys=True),
     Pass("speaker-key", _keys(speaker_weight=0.0), ALL_R10, keys=True),
 )
 """Every switchable pass of the default ranking, as the ablation that removes it."""
 
-CHALLENGERS = (
-    Pass("session-date-key", _keys(session_date=True), (*TEMPORAL, *ALL_R10), keys=True),
-)
-"""Passes that are off by default, judged as additions (with minus without)."""
+CHALLENGERS: tuple[Pass, ...] = ()
+"""Passes that are off by default, judged as additions (with minus without). The
+session-document, own-words and speaker keys and the session's date words were judged and
+removed (``benchmarks/results/TUNING.md``)."""
 
 
 def _set(field_name: str) -> Callable[[RetrievalConfig, Any], RetrievalConfig]:
@@ -501,7 +506,9 @@ def verdict(
 ) -> dict[str, Any]:
     """Keep where some purpose's gain has its lower bound above 0 (or ``elsewhere`` says what
     it earned on a benchmark outside the audit), and no group of any metric has its upper
-    bound below -0.01."""
+    bound below -0.01. A purpose over every question of a metric counts its categories (or
+    question types) too: removing a pass that one category relies on (its gain's lower bound
+    above 0 there) would lower that category's CV figure beyond its interval ("protects")."""
     earned = [
         f"{metric} {group or 'all'}"
         for metric, group in purpose
@@ -509,6 +516,14 @@ def verdict(
         and (group or "all") in table[metric]
         and table[metric][group or "all"]["gain"][1] > 0
     ]
+    if not earned:
+        earned = [
+            f"protects {metric} {name}"
+            for metric, group in purpose
+            if group is None and metric in table
+            for name, stats in table[metric].items()
+            if name != "all" and not name.startswith("file ") and stats["gain"][1] > 0
+        ]
     earned += [elsewhere] if elsewhere else []
     hurt = [
         f"{metric} {group}"
@@ -517,6 +532,21 @@ def verdict(
         if stats["gain"][2] < -0.01
     ]
     return {"keep": bool(earned) and not hurt, "earned_by": earned, "hurts": hurt}
+
+
+def jointly(passes: dict[str, dict[str, Any]]) -> None:
+    """Passes of one purpose that each earn nothing alone but whose joint removal costs it
+    (the joint pass keeps) are kept together: one alone can stand in for the other, and
+    removing them one at a time would remove both."""
+    for entry in (p for p in PASSES if p.joint and p.name in passes):
+        joint = passes[entry.name]
+        if not joint["keep"]:
+            continue
+        for name in entry.joint:
+            alone = passes.get(name)
+            if alone is not None and not alone["keep"] and not alone["hurts"]:
+                alone["keep"] = True
+                alone["earned_by"] = [f"jointly ({entry.name}: {'; '.join(joint['earned_by'])})"]
 
 
 # --------------------------------------------------------------------------- latency
@@ -600,8 +630,7 @@ def refit_fusion(data: Data) -> None:
     record = {
         "weights": {k: round(v, 4) for k, v in fusion.weights.items()},
         "candidates": fusion.candidates,
-        "own_candidates": fusion.own_candidates,
-        "chosen": {"own_candidates": fusion.own_candidates, **info},
+        "chosen": info,
         "fitted_by": "python benchmarks/audit_ranking.py --refit-fusion",
         "result": "benchmarks/results/audit/fusion_fit.json",
         "questions": {b: sum(c.bench == b for c in cands) for b in ("locomo", "lme")},
@@ -653,6 +682,7 @@ def main() -> None:
         table = gains(ramem, other, qs) if p in PASSES else gains(other, ramem, qs)
         result["passes"][p.name] = {"table": table, **verdict(table, p.purpose, p.elsewhere)}
         _print_pass(p.name, result["passes"][p.name])
+    jointly(result["passes"])
     for name, (setter, grid) in GRIDS.items():
         if args.no_grids or (only and name not in only):
             continue

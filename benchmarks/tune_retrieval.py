@@ -75,11 +75,7 @@ def main() -> None:
             "validity_pool": {
                 f"pool={p}": replace(base, validity_pool=p) for p in (10, 20, 30, 50, 100)
             },
-            "window, own_weight": {
-                f"w={w},own={o}": replace(base, keys=EpisodicKeys(window=w, own_weight=o))
-                for w in (1, 2)
-                for o in (0.0, 0.25, 0.5, 1.0)
-            },
+            "window": {f"w={w}": replace(base, keys=EpisodicKeys(window=w)) for w in (0, 1, 2)},
             "speaker_weight": {
                 f"speaker={w}": replace(base, keys=EpisodicKeys(speaker_weight=w))
                 for w in (0.0, 0.25, 0.5, 1.0, 2.0)

@@ -652,8 +652,8 @@ def _eval_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--ablate",
         help="comma-separated: shuffle-context, no-session, no-context-ranking, no-keys, "
-        "no-neighbours, no-session-doc, no-window, with-date, no-own, no-speaker, no-when, "
-        "no-slots, no-fusion, no-supersession, no-restate, "
+        "no-neighbours, no-window, no-speaker, no-when, no-slots, no-fusion, no-supersession, "
+        "no-restate, "
         "no-second-round, no-context-synthesis",
     )
     p.add_argument("--limit", type=_positive, help="at most this many questions (smoke runs)")

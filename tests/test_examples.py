@@ -25,7 +25,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
                 "memories in 'alice'",
             ],
         ),
-        ("lcel_chain.py", ["said 28 August 2023, 21:00", "A: Ben: Back from Kyoto!"]),
+        ("lcel_chain.py", ["said 28 August 2023, 21:00", "Ben: Back from Kyoto! Last week"]),
         (
             "langgraph_store.py",
             [

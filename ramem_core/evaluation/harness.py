@@ -9,11 +9,11 @@ Every system reads the same stored units; they differ only in their retrieval co
 Ablations are configurations too: ``shuffle-context`` (episodic contexts permuted among units,
 contents kept; stored in a second namespace), ``no-session`` (session spans unused),
 ``no-context-ranking`` (the recall frame unused), ``no-keys`` (no episodic keys: the frame
-alone), ``no-neighbours``, ``no-session-doc``, ``no-window``, ``no-own`` and ``no-speaker`` (one
-episodic key part off each), ``with-date`` (the session's month and year words back in the
-keys, which the joint refit of issue 33 took out), ``no-when`` (no bonus for memories that say
-when, on questions asking when), ``no-second-round`` (no second round for questions about
-several things of one kind, :mod:`ramem_core.retrieval.members`) and ``no-context-synthesis``
+alone), ``no-neighbours``, ``no-window`` and ``no-speaker`` (one episodic key off each),
+``no-when`` (no bonus
+for memories that say when, on questions asking when), ``no-slots`` (no window memories from
+below the relevant pool), ``no-second-round`` (no second round for questions about several
+things of one kind, :mod:`ramem_core.retrieval.members`) and ``no-context-synthesis``
 (the generator gets plain text; differs from ``ramem`` only in tokens and answers).
 
 Every "RaMem minus content-only" figure comes with a paired bootstrap 95% interval over
@@ -68,10 +68,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-context-ranking": RetrievalConfig(context_ranking=False),
     "no-keys": RetrievalConfig(keys=CONTENT_KEYS),
     "no-neighbours": RetrievalConfig(keys=EpisodicKeys(neighbours=())),
-    "no-session-doc": RetrievalConfig(keys=EpisodicKeys(session_weight=0.0)),
     "no-window": RetrievalConfig(keys=EpisodicKeys(window=0)),
-    "with-date": RetrievalConfig(keys=EpisodicKeys(session_date=True)),
-    "no-own": RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)),
     "no-speaker": RetrievalConfig(keys=EpisodicKeys(speaker_weight=0.0)),
     "no-when": RetrievalConfig(time_weight=0.0),
     "no-slots": RetrievalConfig(window_slots=0),

@@ -10,7 +10,6 @@ as they were (:meth:`LexicalIndex.evolve`).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -55,8 +54,7 @@ class LexicalIndex:
         self.k1 = k1
         self.b = b
         self._docs: list[dict[str, float] | None] | FrozenDocs = []
-        # every document's length, appended in place along a line of indexes (an open
-        # document's is in ``_open_length``: it changes while it grows)
+        # every document's length, appended in place along a line of indexes
         self._length_rows = Rows.of(np.zeros(0, dtype=np.float64))
         self._lengths: npt.NDArray[np.float64] = self._length_rows.data
         self._postings: dict[str, tuple[list[int], list[float]]] = {}
@@ -68,31 +66,16 @@ class LexicalIndex:
         self._n = 0  # this index's document ids: 0 .. n-1 (``_docs`` may hold more)
         self._alive_rows = Rows.of(np.zeros(0, dtype=bool))  # private to this index
         self._alive: npt.NDArray[np.bool_] = self._alive_rows.data
-        # documents still growing (a live session's document): their counts are held here,
-        # in growth order, and posted only when they are removed and added again
-        self._open: dict[int, dict[str, float]] = {}
-        self._open_length: dict[int, float] = {}
         self._tip = True  # no newer index appended to the shared posting lists yet
         # posting arrays of an index built in bulk or loaded from a file (read-only; lists
         # made on first append)
         self._base = _Columns({}, [0], np.zeros(0, np.int64), np.zeros(0, np.float32))
 
     def evolve(
-        self,
-        removed: Iterable[int],
-        added: Sequence[dict[str, float]],
-        grown: Mapping[int, dict[str, float]] | None = None,
+        self, removed: Iterable[int], added: Sequence[dict[str, float]]
     ) -> tuple[LexicalIndex, list[int]]:
-        """A new index without the ``removed`` documents, with ``added`` ones appended and
-        the ``grown`` documents' counts increased by theirs, and the ids of the added
-        documents followed by the (new) ids of the grown ones. This index is left unchanged
-        (copy on write).
-
-        A grown document stays *open*: its counts are kept apart from the posting lists, so
-        growing it again costs the new terms, not the whole document (a live session's
-        document grows by one turn at a time). The first growth of a posted document moves it
-        to a new id (removed and opened); an open document keeps its id.
-        """
+        """A new index without the ``removed`` documents and with ``added`` ones appended,
+        and the ids of the added documents. This index is left unchanged (copy on write)."""
         new = LexicalIndex(self.k1, self.b)
         # documents are appended, never changed, so the newest index of a line shares the
         # list; an older one takes a copy of its own part
@@ -115,42 +98,9 @@ class LexicalIndex:
         new._arrays = dict(self._arrays)
         new._live = self._live
         new._total_length = self._total_length
-        new._open = dict(self._open)
-        new._open_length = dict(self._open_length)
         for doc in removed:
             new.remove(doc)
-        ids = [new.add(counts) for counts in added]
-        return new, ids + [new._grow(doc, delta) for doc, delta in (grown or {}).items()]
-
-    def _grow(self, doc: int, delta: dict[str, float]) -> int:
-        """Add ``delta`` to document ``doc``'s counts (open it first if it is posted)."""
-        if doc not in self._open:
-            counts = self.document(doc)
-            if counts is None:
-                raise KeyError(f"document {doc} was removed")
-            self.remove(doc)
-            doc = self._append(None)
-            self._append_lengths([0.0])
-            self._open_length[doc] = 0.0
-            self._live += 1
-            self._open[doc] = {}
-            delta = {**counts, **{t: counts.get(t, 0.0) + tf for t, tf in delta.items()}}
-        counts = dict(self._open.pop(doc))
-        added = 0.0
-        for term, tf in delta.items():
-            if tf <= 0:
-                continue
-            if term not in counts:
-                self._df.add(term)
-                counts[term] = tf
-            else:
-                counts[term] += tf
-            added += tf
-        self._open[doc] = counts  # the most recently grown last
-        self._open_length[doc] += added
-        self._total_length += added
-        self._length_array = None
-        return doc
+        return new, [new.add(counts) for counts in added]
 
     def _append(self, counts: dict[str, float] | None) -> int:
         """A new document id (``counts`` kept for :meth:`document`), alive."""
@@ -166,20 +116,6 @@ class LexicalIndex:
         self._length_rows, self._lengths = self._length_rows.append(
             len(self._lengths), np.asarray(lengths, dtype=np.float64)
         )
-
-    def _length(self, doc: int) -> float:
-        return self._open_length.get(doc, float(self._lengths[doc]))
-
-    def _lengths_with_open(self) -> npt.NDArray[np.float64]:
-        lengths = np.array(self._lengths, dtype=np.float64, copy=True)
-        for doc, length in self._open_length.items():
-            lengths[doc] = length
-        return lengths
-
-    @property
-    def opened(self) -> list[int]:
-        """The open documents, least recently grown first."""
-        return list(self._open)
 
     @property
     def size(self) -> int:
@@ -206,8 +142,6 @@ class LexicalIndex:
 
     def document(self, doc: int) -> dict[str, float] | None:
         """The term counts of document ``doc`` (``None`` once removed)."""
-        if doc in self._open:
-            return self._open[doc]
         return self._docs[doc] if self._alive[doc] else None
 
     def add(self, counts: dict[str, float]) -> int:
@@ -295,10 +229,8 @@ class LexicalIndex:
         if counts is None:
             return
         self._alive[doc] = False
-        self._open.pop(doc, None)
         self._live -= 1
-        self._total_length -= self._length(doc)
-        self._open_length.pop(doc, None)
+        self._total_length -= float(self._lengths[doc])
         for term in counts:
             self._df.add(term, -1)
 
@@ -341,8 +273,6 @@ class LexicalIndex:
             return out
         if self._length_array is None:
             self._length_array = np.asarray(self._lengths, dtype=np.float32)
-            for doc, length in self._open_length.items():
-                self._length_array[doc] = length
         avgdl = max(self._total_length / self._live, 1e-9)
         norm = self.k1 * (1.0 - self.b + self.b * self._length_array / avgdl)
         n = self._live
@@ -353,11 +283,6 @@ class LexicalIndex:
             idf = _idf(n, df)
             docs, tfs = self._posting(term)
             out[docs] += qtf * idf * tfs * (self.k1 + 1.0) / (tfs + norm[docs])
-            for doc, counts in self._open.items():  # open documents are not posted
-                tf = counts.get(term)
-                if tf:
-                    value = np.float32(tf)
-                    out[doc] += qtf * idf * value * (self.k1 + 1.0) / (value + norm[doc])
         if self._live < self._n:
             out[~self._alive] = 0.0
         return out
@@ -365,21 +290,8 @@ class LexicalIndex:
     def __getstate__(self) -> dict[str, Any]:
         """Columnar state for a snapshot file: posting and document arrays, no per-term or
         per-document Python objects, so a 100k-document index loads in milliseconds."""
-        opened: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        for doc, grown in self._open.items():  # posted in the file: a loaded index has none
-            for term, tf in grown.items():
-                opened[term].append((doc, tf))
-        terms = sorted({*self._postings, *self._base, *opened})
-        postings = []
-        for term in terms:
-            docs, tfs = self._posting(term)
-            if term in opened:
-                extra = opened[term]
-                ids = np.concatenate([docs, np.asarray([d for d, _ in extra], np.int64)])
-                values = np.concatenate([tfs, np.asarray([t for _, t in extra], np.float32)])
-                order = np.argsort(ids, kind="stable")
-                docs, tfs = ids[order], values[order]
-            postings.append((docs, tfs))
+        terms = sorted({*self._postings, *self._base})
+        postings = [self._posting(term) for term in terms]
         n = self._n
         documents = [self.document(doc) for doc in range(n)]
         vocabulary = {term: i for i, term in enumerate(terms)}
@@ -409,7 +321,7 @@ class LexicalIndex:
                 np.asarray(doc_tfs, dtype=np.float64),
                 alive,
             ),
-            "lengths": self._lengths_with_open(),
+            "lengths": np.array(self._lengths, dtype=np.float64, copy=True),
             "df_terms": (df := self._df.counts())[0],
             "df_counts": df[1],
             "live": self._live,

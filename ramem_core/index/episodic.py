@@ -5,26 +5,19 @@ A memory unit is returned as its own lossless content with its coordinates (stag
 
 - a **lexical key**: its own words, plus the words of its neighbour turns in the same session
   with decaying weights (``tf += 0.5 * tf(+-1) + 0.25 * tf(+-2)``), so "the pottery class"
-  finds the turn that only says "it was fun" right after the turn that named the class (with
-  ``EpisodicKeys.session_date``, also the session's month and year words: off by default
-  since the joint refit of issue 33);
-- a **session document**: one lexical document per session (every turn's words, and the date
-  with ``session_date``);
-  a turn gains ``session_weight / (rrf_k + 1 + rank of its session)``, so the episode that
-  matches the question as a whole lifts all of its turns;
+  finds the turn that only says "it was fun" right after the turn that named the class;
 - a **dense key**: its own vector plus the normalised sum of the vectors of its neighbourhood
   window (the turns within ``window`` of it in the session). The dense score is
   ``cos(turn, q) + cos(window, q)``; since ``cos(window, q)`` is the window rows' summed
   cosines over the summed vector's norm, it needs one matrix-vector product (the turns'
   cosines) and each row's neighbour rows and norm, not a second matrix;
 - a **speaker** bonus: a memory said by a person the query names ("What has Melanie
-  painted?") gains a fixed share, as if ranked first in a list of that person's memories;
-- the memory's **own** content rankings (its own words, its own vector) beside the episodic
-  ones, with a smaller weight, so that inside a matching episode the turn that says it ranks
-  above its neighbours (turn-level precision).
+  painted?") gains a fixed share, as if ranked first in a list of that person's memories.
 
-:class:`EpisodicKeys` names and switches each part (for ablations); :data:`CONTENT_KEYS` turns
-them all off (the content-only baseline). The lexical keys are documents of the generic BM25
+Beside the keys the index holds every memory's own words (:attr:`EpisodicIndex.own`, what the
+second round and the restated values read).
+:class:`EpisodicKeys` names and switches each key (for ablations); :data:`CONTENT_KEYS` turns
+them off (the content-only baseline). The lexical keys are documents of the generic BM25
 in :mod:`ramem_core.index.bm25`, which supports appending and removing documents, so keys are
 kept current as a live session grows. How the keys' scores are fused into one ranking is
 :meth:`ramem_core.retrieval.Retriever.rank`.
@@ -43,7 +36,7 @@ import numpy.typing as npt
 from ramem_core.index.bm25 import LexicalIndex, Scores
 from ramem_core.index.shared import Rows
 from ramem_core.index.text import Tokenizer, add_weighted, term_counts
-from ramem_core.types import MemoryUnit, TimeSpan
+from ramem_core.types import MemoryUnit
 
 Matrix = npt.NDArray[Any]
 
@@ -58,56 +51,25 @@ class EpisodicKeys:
     Attributes:
         neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
             same session, added to a turn's own lexical key (``()`` turns it off).
-        session_date: add the session's month and year words to the lexical keys. Off:
-            chosen by ``benchmarks/refit_keys.py``.
-        session_weight: weight of the session-document rank in the fused score (0: off).
         window: turns on each side whose vectors form the dense window key (0: off).
         speaker_weight: a memory said by a person the query names gains
             ``speaker_weight / (rrf_k + 1)``, a first place in a list of that person's
             memories (0: off). Grid ``speaker_weight``.
-        own_weight: weight of the reciprocal ranks of the memory's own content (own words,
-            own vector) in the fused score, so that inside a matching episode the turn that
-            says it ranks above its neighbours (0: off). Grid ``window, own_weight``.
     """
 
     neighbours: tuple[float, ...] = (0.5, 0.25)
-    session_date: bool = False
-    session_weight: float = 4.0
     window: int = 1
-    own_weight: float = 0.25
     speaker_weight: float = 0.5
 
     def __post_init__(self) -> None:
-        negative = min(
-            (
-                *self.neighbours,
-                self.session_weight,
-                self.window,
-                self.own_weight,
-                self.speaker_weight,
-            )
-        )
-        if negative < 0:
+        if min((*self.neighbours, self.window, self.speaker_weight), default=0) < 0:
             msg = f"episodic key weights must be non-negative: {self}"
             raise ValueError(msg)
 
 
-CONTENT_KEYS = EpisodicKeys(
-    neighbours=(),
-    session_date=False,
-    session_weight=0.0,
-    window=0,
-    own_weight=0.0,
-    speaker_weight=0.0,
-)
+CONTENT_KEYS = EpisodicKeys(neighbours=(), window=0, speaker_weight=0.0)
 """Keys of the content-only baseline: a memory is found by its own words and vector alone."""
 
-
-OPEN_SESSIONS = 8
-"""Session documents kept open (growing by each live turn's words, not re-posted whole): the
-most recently grown ones; an older one is posted again when a ninth opens. Scoring reads the
-open documents term by term, so the bound keeps that cost fixed. Not tuned: one live session
-per conversation, and few conversations live at once in a namespace."""
 
 DENSE_PATCH_LIMIT = 512
 """Rows whose dense windows changed after they were appended are kept apart (a live session's
@@ -131,32 +93,20 @@ def _in_turn_order(units: Sequence[MemoryUnit], rows: Iterable[int]) -> npt.NDAr
     return np.asarray(sorted(rows, key=_turn_order(units)), dtype=np.int64)
 
 
-def _date_words(span: TimeSpan | None) -> list[str]:
-    if span is None:
-        return []
-    return [span.start.strftime("%B").lower(), str(span.start.year)]
-
-
 @dataclass(slots=True)
 class _Rekeyed:
     """What re-keying the touched sessions changes (:meth:`EpisodicIndex.updated`, step 3):
-    lexical keys removed (documents) and added (with their rows), session documents removed,
-    added (with their session numbers) and grown, and each live session's tail (the position
-    of its first new turn)."""
+    lexical keys removed (documents) and added (with their rows), and each live session's
+    tail (the position of its first new turn)."""
 
     removed_keys: list[int] = field(default_factory=list)
     added_keys: list[dict[str, float]] = field(default_factory=list)
     key_rows: list[int] = field(default_factory=list)
-    removed_sessions: list[int] = field(default_factory=list)
-    added_sessions: list[dict[str, float]] = field(default_factory=list)
-    session_numbers: list[int] = field(default_factory=list)
-    grown_sessions: dict[int, dict[str, float]] = field(default_factory=dict)
-    grown_numbers: list[int] = field(default_factory=list)
     tails: dict[int, int] = field(default_factory=dict)
 
 
 class EpisodicIndex:
-    """Lexical keys, session documents and dense windows of a namespace's memories.
+    """Lexical keys, own words and dense windows of a namespace's memories.
 
     Rows are the positions of ``units``. Built in one pass from the units (and their vectors);
     :meth:`updated` makes the index of a namespace that changed in a few sessions (live turns)
@@ -166,7 +116,6 @@ class EpisodicIndex:
         units: the memories, in any order (sessions are read from their contexts).
         vectors: one unit vector per memory, rows as ``units``; ``None`` for no dense keys.
         keys: which episodic keys to build.
-        session_spans: each session's span, if not its first unit's own.
     """
 
     def __init__(
@@ -174,10 +123,8 @@ class EpisodicIndex:
         units: Sequence[MemoryUnit],
         vectors: npt.NDArray[np.float32] | None = None,
         keys: EpisodicKeys | None = None,
-        session_spans: Mapping[tuple[str, str], TimeSpan] | None = None,
     ) -> None:
         self.keys = keys or EpisodicKeys()
-        self.session_spans = session_spans or {}
         self.tokenize = Tokenizer()
         n = len(units)
         self.own_counts = [term_counts(self.tokenize(u.content)) for u in units]
@@ -189,25 +136,16 @@ class EpisodicIndex:
         self.session_rows = [_in_turn_order(units, rows) for rows in grouped.values()]
         self.session_of = np.zeros(n, dtype=np.int64)
         keys_of: list[dict[str, float]] = [{} for _ in range(n)]
-        wholes = []
-        self.session_dates: list[dict[str, float]] = []
         for number, rows in enumerate(self.session_rows):
             self.session_of[rows] = number
-            row_keys, whole = self._session_keys(units, rows)
-            for row, key in zip(rows, row_keys, strict=True):
+            for row, key in zip(rows, self._session_keys(rows), strict=True):
                 keys_of[int(row)] = key
-            wholes.append(whole)
-            self.session_dates.append(self._date(units, rows))
         self.lexical = LexicalIndex()
         self.lexical.extend(keys_of)
         self.row_doc = np.arange(n, dtype=np.int64)  # row -> document of self.lexical
-        self.sessions = LexicalIndex()
-        self.sessions.extend(wholes)
-        self.session_doc = np.arange(len(wholes), dtype=np.int64)
-        self.own: LexicalIndex | None = None
-        if self.keys.own_weight > 0:
-            self.own = LexicalIndex()
-            self.own.extend(self.own_counts)
+        # every memory's own words: what the second round and the restated values read
+        self.own = LexicalIndex()
+        self.own.extend(self.own_counts)
         self.own_doc = np.arange(n, dtype=np.int64)
         self.speakers = _speaker_rows({}, units, 0)
         self.vectors = vectors
@@ -231,20 +169,11 @@ class EpisodicIndex:
         self._scale_rows = None if self.window_scale is None else Rows.of(self.window_scale)
 
     def _session_keys(
-        self,
-        units: Sequence[MemoryUnit],
-        rows: npt.NDArray[np.int64],
-        positions: Iterable[int] | None = None,
-        whole: dict[str, float] | None = None,
-    ) -> tuple[list[dict[str, float]], dict[str, float]]:
+        self, rows: npt.NDArray[np.int64], positions: Iterable[int] | None = None
+    ) -> list[dict[str, float]]:
         """The lexical keys of a session's rows (turn order), or of the rows at ``positions``
-        only, and its session document (``whole`` when the caller has it already)."""
+        only."""
         own = self.own_counts
-        date = self._date(units, rows)
-        if whole is None:
-            whole = dict(date)
-            for row in rows:
-                add_weighted(whole, own[row], 1.0)
         out = []
         for i in range(len(rows)) if positions is None else positions:
             key = dict(own[rows[i]])
@@ -254,16 +183,8 @@ class EpisodicIndex:
                 for j in (i - distance, i + distance):
                     if 0 <= j < len(rows):
                         add_weighted(key, own[rows[j]], weight)
-            add_weighted(key, date, 1.0)
             out.append(key)
-        return out, whole
-
-    def _date(self, units: Sequence[MemoryUnit], rows: npt.NDArray[np.int64]) -> dict[str, float]:
-        if not self.keys.session_date or not len(rows):
-            return {}
-        first = units[int(rows[0])]
-        span = self.session_spans.get(session_key(first), first.context.session_span)
-        return term_counts(_date_words(span))
+        return out
 
     def _window(
         self, vectors: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
@@ -289,30 +210,24 @@ class EpisodicIndex:
         units: Sequence[MemoryUnit],
         vectors: npt.NDArray[np.float32] | None,
         replaced: Sequence[int],
-        session_spans: Mapping[tuple[str, str], TimeSpan] | None = None,
     ) -> EpisodicIndex:
         """This index plus these writes: the index of ``units``, this index's units with the
         rows ``replaced`` changed in place (same content, new context) and new units appended
         after them. This index is left unchanged.
 
         Only the sessions those rows belong to are re-keyed. A session that only gained turns
-        after its last one, with its date words unchanged (a live session), costs its new
-        turns: the keys and windows of its tail are rebuilt, and its session document grows by
-        the new turns' words (:meth:`LexicalIndex.evolve`'s ``grown``), whatever the session's
-        length. The steps, in order: the own words of the new rows, sessions renumbered, the
-        touched sessions re-keyed, the lexical keys extended, the session documents posted
-        (open ones grown, one beyond :data:`OPEN_SESSIONS` posted again), the own-words index
-        extended, the dense windows patched.
+        after its last one (a live session) costs its new turns: the keys and windows of its
+        tail are rebuilt, whatever the session's length. The steps, in order: the own words of
+        the new rows, sessions renumbered, the touched sessions re-keyed, the lexical keys
+        extended, the own-words index extended, the dense windows patched.
         """
         n_old, n = len(self.session_of), len(units)
         new = EpisodicIndex.__new__(EpisodicIndex)  # not copy.copy: that pickles
         new.__dict__.update(self.__dict__)
         new.own_counts = self._own_counts_with(units)
-        new.session_spans = session_spans or {}
         touched, fresh = new._renumber_sessions(self, units, replaced)
         rekeyed = new._rekey_sessions(self, units, replaced, touched, fresh)
         new._extend_lexical_keys(self, rekeyed, n)
-        new._post_session_documents(self, rekeyed)
         new._extend_own_index(self, n_old, n)
         new.speakers = _speaker_rows(self.speakers, units, n_old)
         new._patch_windows(self, vectors, n_old, n, touched, rekeyed.tails)
@@ -337,7 +252,6 @@ class EpisodicIndex:
         the sessions touched (of a replaced or a new row) and each one's new rows."""
         n_old, n = len(old.session_of), len(units)
         self.session_number = dict(old.session_number)
-        self.session_dates = list(old.session_dates)
         self.session_rows = list(old.session_rows)
         self.session_of = np.concatenate([old.session_of, np.zeros(n - n_old, dtype=np.int64)])
         touched = {int(old.session_of[row]) for row in replaced}
@@ -361,9 +275,8 @@ class EpisodicIndex:
         touched: set[int],
         fresh: dict[int, list[int]],
     ) -> _Rekeyed:
-        """Step 3: the touched sessions' rows in turn order, their date words, and the keys
-        and session documents that change: around new turns only (their neighbours see them),
-        or all of a session's when its date words changed."""
+        """Step 3: the touched sessions' rows in turn order, and the keys that change: around
+        new turns only (their neighbours see them)."""
         n_old = len(old.session_of)
         out = _Rekeyed()
         edited = {int(old.session_of[row]) for row in replaced}
@@ -375,31 +288,21 @@ class EpisodicIndex:
             at_end = appended_only and min(map(_turn_order(units), new_rows)) >= _turn_order(units)(
                 int(old_rows[-1])
             )
-            if at_end:  # new turns after the last one (live use): no re-sort
+            if at_end:  # new turns after the last one (live use): no re-sort, the tail re-keyed
                 rows = np.concatenate([old_rows, _in_turn_order(units, new_rows)])
                 out.tails[number] = len(old_rows)
+                positions: Iterable[int] = range(max(0, len(old_rows) - reach), len(rows))
             else:
                 rows = _in_turn_order(units, [*map(int, old_rows), *new_rows])
-            self.session_rows[number] = rows
-            positions: Iterable[int] | None = None
-            date = self._date(units, rows)
-            same_date = number < len(self.session_dates) and date == self.session_dates[number]
-            if same_date and at_end:  # the new turns are the tail: only it is re-keyed
-                positions = range(max(0, len(old_rows) - reach), len(rows))
-            elif same_date:
                 found: set[int] = set()
                 for i, row in enumerate(rows.tolist()):
                     if row >= n_old:
                         found.update(range(max(0, i - reach), min(len(rows), i + reach + 1)))
                 positions = sorted(found)
-            ordered = list(positions) if positions is not None else range(len(rows))
-            grow = same_date and at_end and number < len(old.session_doc)
-            row_keys, whole = self._session_keys(units, rows, ordered, {} if grow else None)
-            if number < len(self.session_dates):
-                self.session_dates[number] = date
-            else:
-                self.session_dates.append(date)
-            for position, key in zip(rows[list(ordered)].tolist(), row_keys, strict=True):
+            self.session_rows[number] = rows
+            ordered = list(positions)
+            row_keys = self._session_keys(rows, ordered)
+            for position, key in zip(rows[ordered].tolist(), row_keys, strict=True):
                 if position < n_old:
                     doc = int(old.row_doc[position])
                     if old.lexical.document(doc) == {t: tf for t, tf in key.items() if tf > 0}:
@@ -407,17 +310,6 @@ class EpisodicIndex:
                     out.removed_keys.append(doc)
                 out.added_keys.append(key)
                 out.key_rows.append(position)
-            if grow:  # the session document grows by its new turns' words
-                delta: dict[str, float] = {}
-                for row in new_rows:
-                    add_weighted(delta, self.own_counts[row], 1.0)
-                out.grown_sessions[int(old.session_doc[number])] = delta
-                out.grown_numbers.append(number)
-                continue
-            if number < len(old.session_doc):
-                out.removed_sessions.append(int(old.session_doc[number]))
-            out.added_sessions.append(whole)
-            out.session_numbers.append(number)
         return out
 
     def _extend_lexical_keys(self, old: EpisodicIndex, rekeyed: _Rekeyed, n: int) -> None:
@@ -427,31 +319,10 @@ class EpisodicIndex:
         self.row_doc = np.concatenate([old.row_doc, np.zeros(n - n_old, dtype=np.int64)])
         self.row_doc[rekeyed.key_rows] = docs
 
-    def _post_session_documents(self, old: EpisodicIndex, rekeyed: _Rekeyed) -> None:
-        """Step 5: the session documents: open ones grown, re-keyed ones posted again, and open
-        ones beyond :data:`OPEN_SESSIONS` posted again whole (removed and added)."""
-        session_doc = np.zeros(len(self.session_rows), dtype=np.int64)
-        session_doc[: len(old.session_doc)] = old.session_doc
-        removed, added = list(rekeyed.removed_sessions), list(rekeyed.added_sessions)
-        numbers = list(rekeyed.session_numbers)
-        grown = rekeyed.grown_sessions
-        stale = [d for d in old.sessions.opened if d not in grown]
-        for doc in stale[: max(0, len(stale) + len(grown) - OPEN_SESSIONS)]:
-            number = int(np.flatnonzero(session_doc == doc)[0])
-            if number in numbers:
-                continue  # re-added whole already
-            removed.append(doc)
-            added.append(dict(old.sessions.document(doc) or {}))
-            numbers.append(number)
-        self.sessions, docs = old.sessions.evolve(removed, added, grown)
-        session_doc[numbers + rekeyed.grown_numbers] = docs
-        self.session_doc = session_doc
-
     def _extend_own_index(self, old: EpisodicIndex, n_old: int, n: int) -> None:
-        """Step 6: the new rows' own words posted to the own-words index."""
-        if old.own is not None:
-            self.own, docs = old.own.evolve([], self.own_counts[n_old:n])
-            self.own_doc = np.concatenate([old.own_doc, np.asarray(docs, dtype=np.int64)])
+        """Step 5: the new rows' own words posted to the own-words index."""
+        self.own, docs = old.own.evolve([], self.own_counts[n_old:n])
+        self.own_doc = np.concatenate([old.own_doc, np.asarray(docs, dtype=np.int64)])
 
     def _patch_windows(
         self,
@@ -462,7 +333,7 @@ class EpisodicIndex:
         touched: set[int],
         tails: Mapping[int, int],
     ) -> None:
-        """Step 7: the dense windows of the new rows, and a patch for old rows whose
+        """Step 6: the dense windows of the new rows, and a patch for old rows whose
         neighbours changed (rewritten once when the patch outgrows
         :data:`DENSE_PATCH_LIMIT`)."""
         self.vectors = vectors
@@ -534,16 +405,8 @@ class EpisodicIndex:
         )
         flat = np.fromiter((r for group in self.session_rows for r in group), dtype=np.int64)
         need(bool(((flat >= 0) & (flat < max(n, 1))).all()), "session rows out of range")
-        need(len(self.session_dates) == sessions, "session dates")
-        need(len(self.session_doc) == sessions, "session documents")
-        for name, docs in (
-            ("lexical", self.row_doc),
-            ("sessions", self.session_doc),
-            ("own", self.own_doc),
-        ):
+        for name, docs in (("lexical", self.row_doc), ("own", self.own_doc)):
             lexical = getattr(self, name)
-            if lexical is None:
-                continue
             need(isinstance(lexical, LexicalIndex), f"index.{name} is not a lexical index")
             lexical.validate(f"index.{name}")
             need(
@@ -602,34 +465,6 @@ class EpisodicIndex:
             rows, windows, factors = self._patch_arrays
             scores[rows] = _with_window(own[rows], padded, windows, factors)
         return np.asarray(scores, dtype=np.float32)
-
-    def own_scores(
-        self, query: str, cosines: Scores, rows: npt.NDArray[np.int64]
-    ) -> tuple[Scores | None, Scores | None]:
-        """The own cosine (from ``cosines``) and own-words BM25 of the memories at ``rows``
-        (``-inf`` elsewhere); ``None`` when ``own_weight`` is 0."""
-        if self.own is None:
-            return None, None
-        n = len(self.session_of)
-        dense = None
-        if self.vectors is not None:
-            dense = np.full(n, -np.inf, dtype=np.float32)
-            dense[rows] = cosines[rows]
-        lexical = np.zeros(n, dtype=np.float32)
-        lexical[rows] = self.own.scores(self.tokenize(query))[self.own_doc[rows]]
-        return dense, lexical
-
-    def said_scores(self, query: str) -> Scores:
-        """BM25 of every row's *own* words for ``query`` (of its lexical key, which holds
-        them, when the own keys are off)."""
-        if self.own is None:
-            return self.lexical_scores(query)
-        return self.own.scores(self.tokenize(query))[self.own_doc]
-
-    def session_scores(self, query: str) -> Scores:
-        """Every session's BM25 score for ``query`` (:attr:`session_of` maps rows to
-        sessions)."""
-        return self.sessions.scores(self.tokenize(query))[self.session_doc]
 
 
 def _with_window(

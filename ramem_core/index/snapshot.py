@@ -271,7 +271,7 @@ class Snapshot:
         self._people = {name: np.array(rows, dtype=np.int64) for name, rows in people.items()}
         self.time_range = self._time_range()
         self.last_session_end = self._last_session_end()
-        self.index = EpisodicIndex(self.units, vectors, keys, self._session_span)
+        self.index = EpisodicIndex(self.units, vectors, keys)
 
     def __len__(self) -> int:
         return len(self.units)
@@ -452,7 +452,7 @@ class Snapshot:
         new.time_range = new._time_range()
         new.last_session_end = new._last_session_end()
         replaced_rows = [row for row, _ in change.replaced]
-        new.index = self.index.updated(new.units, new.vectors, replaced_rows, new._session_span)
+        new.index = self.index.updated(new.units, new.vectors, replaced_rows)
         return new
 
     def _change_of(

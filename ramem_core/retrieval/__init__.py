@@ -181,7 +181,7 @@ class Retriever:
     ) -> tuple[list[int], dict[str, npt.NDArray[np.float64]]]:
         """The statements ``fusion`` would re-rank for ``frame`` (:meth:`Fusion.rows` of the
         fixed fusion's ranking) and their :data:`FUSION_FEATURES` by name: what a learned
-        fusion is fitted on (``benchmarks/fit_fusion.py``)."""
+        fusion is fitted on (``benchmarks/audit_ranking.py``)."""
         probe = self.probe(snap, frame.query)
         ranking = content_ranking(
             snap, frame, probe, self.config, yielding=bool(snap.derived.any())

@@ -1,9 +1,10 @@
 """A learned fusion: the content ranking's best statements re-ranked by a linear score over
 the signals that ranking already computed, each a named column.
 
-The weights are data, keyed by feature name, written by ``benchmarks/fit_fusion.py`` to
-``ramem_core/_data/fusion.json`` and loaded by name (:func:`load_fusion`): a name missing from
-the file, or one the code does not compute, is an error, never a silent zero.
+The weights are data, keyed by feature name, written by ``benchmarks/audit_ranking.py
+--refit-fusion`` to ``ramem_core/_data/fusion.json`` and loaded by name (:func:`load_fusion`):
+a name missing from the file, or one the code does not compute, is an error, never a silent
+zero.
 """
 
 from __future__ import annotations
@@ -27,16 +28,11 @@ Column = npt.NDArray[np.float64]
 FUSION_FEATURES = (
     "dense",
     "lexical",
-    "session",
     "speaker",
-    "own_dense",
-    "own_lexical",
     "cosine",
     "dense_raw",
     "lexical_raw",
     "length",
-    "own_dense_long",
-    "own_lexical_long",
     "dense_long",
     "lexical_long",
     "timed",
@@ -45,7 +41,7 @@ FUSION_FEATURES = (
 """What a learned fusion reads of each candidate, by name (:func:`fusion_features`)."""
 
 FUSION_FILE = "fusion.json"
-"""The file under ``ramem_core/_data/`` that ``benchmarks/fit_fusion.py`` writes."""
+"""The file under ``ramem_core/_data/`` that ``audit_ranking.py --refit-fusion`` writes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +53,10 @@ class Fusion:
         weights: one per feature of :data:`FUSION_FEATURES`, by name (a missing or an unknown
             name raises :class:`~ramem_core.errors.InvalidInputError`).
         candidates: how many of the content ranking's best statements are re-ranked.
-        own_candidates: and how many of the best by their own content alone (own words and
-            own vector), wherever the episodic keys put them: a long turn that says it all in
-            a session about something else.
     """
 
     weights: Mapping[str, float]
     candidates: int = 50
-    own_candidates: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.weights, Mapping):
@@ -76,12 +68,12 @@ class Fusion:
             msg = f"a fusion needs a weight for every feature: missing {missing}, unknown {extra}"
             raise InvalidInputError(msg)
         object.__setattr__(self, "weights", {n: float(self.weights[n]) for n in FUSION_FEATURES})
-        if self.candidates < 1 or self.own_candidates < 0:
-            msg = f"a fusion needs candidates >= 1 and own_candidates >= 0: {self}"
+        if self.candidates < 1:
+            msg = f"a fusion needs candidates >= 1: {self}"
             raise InvalidInputError(msg)
 
     def __hash__(self) -> int:
-        return hash((tuple(self.weights.items()), self.candidates, self.own_candidates))
+        return hash((tuple(self.weights.items()), self.candidates))
 
     @property
     def vector(self) -> Column:
@@ -90,14 +82,7 @@ class Fusion:
 
     def rows(self, ranking: Ranking, statements: Mask) -> list[int]:
         """The rows it re-ranks, in the content ranking's order."""
-        rows = ranking.top(self.candidates, among=statements)
-        own = [ranking.parts[p] for p in ("own_dense", "own_lexical") if p in ranking.parts]
-        if self.own_candidates and own:
-            alone = Ranking(np.where(statements, sum(own), -np.inf).astype(np.float32), None, None)
-            extra = set(alone.top(self.own_candidates)) - set(rows)
-            rows += sorted(extra, key=lambda row: (-ranking.fused[row], row))
-            rows.sort(key=lambda row: (-ranking.fused[row], row))
-        return rows
+        return ranking.top(self.candidates, among=statements)
 
     def scores(self, features: Mapping[str, Column]) -> Column:
         """Each candidate's learned score."""
@@ -105,16 +90,12 @@ class Fusion:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Fusion:
-        """A fusion from the fields ``benchmarks/fit_fusion.py`` writes."""
-        return cls(
-            dict(data["weights"]),
-            candidates=int(data.get("candidates", 50)),
-            own_candidates=int(data.get("own_candidates", 0)),
-        )
+        """A fusion from the fields ``audit_ranking.py --refit-fusion`` writes."""
+        return cls(dict(data["weights"]), candidates=int(data.get("candidates", 50)))
 
 
 def load_fusion(name: str = FUSION_FILE) -> Fusion:
-    """The fusion stored in ``ramem_core/_data/<name>`` (written by ``fit_fusion.py``)."""
+    """The fusion stored in ``ramem_core/_data/<name>`` (written by the audited fit)."""
     text = (
         resources.files("ramem_core").joinpath("_data").joinpath(name).read_text(encoding="utf-8")
     )
@@ -122,8 +103,8 @@ def load_fusion(name: str = FUSION_FILE) -> Fusion:
 
 
 LEARNED_FUSION = load_fusion()
-"""Fitted by ``benchmarks/fit_fusion.py``; its fitting procedure is judged by
-``benchmarks/audit_ranking.py``."""
+"""Fitted on every dev question by ``benchmarks/audit_ranking.py --refit-fusion``, the procedure
+the audit judges by cross-validation."""
 
 
 def matrix(features: Mapping[str, Column]) -> npt.NDArray[np.float64]:
@@ -160,10 +141,7 @@ def fusion_features(
     out = {
         "dense": part("dense"),
         "lexical": part("lexical"),
-        "session": part("session"),
         "speaker": part("speaker", 1.0),
-        "own_dense": part("own_dense"),
-        "own_lexical": part("own_lexical"),
         "cosine": np.asarray(cosines[at], dtype=np.float64),
         "dense_raw": (
             zero if ranking.dense is None else np.asarray(ranking.dense[at], np.float64) / 2
@@ -171,7 +149,7 @@ def fusion_features(
         "lexical_raw": lexical / lexical.max() if n and lexical.max() > 0 else zero,
         "length": np.asarray(length, dtype=np.float64),
     }
-    for name in ("own_dense", "own_lexical", "dense", "lexical"):
+    for name in ("dense", "lexical"):
         out[f"{name}_long"] = out[name] * out["length"]
     out["timed"] = np.asarray(snap.timed[at], dtype=np.float64) if asks_when else zero
     out["place"] = scale / (scale + np.arange(n))

@@ -130,13 +130,12 @@ def rank(
     """Fused content ranking of every memory of ``snap``: the whole ranking formula.
 
     Reciprocal-rank fusion of the dense ranking (``cos(turn) + cos(window)``) and the lexical
-    ranking (BM25 of the episodic keys), plus each memory's share of its session's lexical
-    rank, a bonus for memories said by ``speakers`` (the people the question names,
-    :attr:`RecallFrame.speakers`) and the weighted ranks of its own content (see
-    :class:`~ramem_core.index.episodic.EpisodicKeys`). ``cosines``: the memories' cosines with
-    ``vector``, if computed already. ``apart``: rows ranked among themselves in every ranking
-    (recorded questions and replies), so they take no rank from the others and the others'
-    order is what it would be without them.
+    ranking (BM25 of the episodic keys, :class:`~ramem_core.index.episodic.EpisodicKeys`),
+    plus a bonus for memories said by ``speakers`` (the people the question names,
+    :attr:`RecallFrame.speakers`). ``cosines``: the memories' cosines with ``vector``, if
+    computed already. ``apart``: rows ranked among themselves in every ranking (recorded
+    questions and replies), so they take no rank from the others and the others' order is
+    what it would be without them.
     """
     cfg, index = config, snap.index
 
@@ -166,22 +165,6 @@ def rank(
         lexical = index.lexical_scores(text)
         parts["lexical"] = reciprocal(ranked(lexical))
         fused += parts["lexical"]
-        if cfg.keys.session_weight > 0 and len(snap):
-            # each row's share of its session's rank: weight / (rrf_k + 1 + session rank)
-            sessions = index.session_scores(text)
-            groups = [np.ones(len(sessions), dtype=bool)]
-            if apart is not None and apart.any():
-                # a session of recorded questions and replies only is ranked apart
-                stated = np.zeros(len(sessions), dtype=bool)
-                stated[index.session_of[~apart]] = True
-                groups = [stated, ~stated]
-            share = np.zeros(len(sessions), dtype=np.float32)
-            for group in groups:
-                order = np.argsort(-np.where(group, sessions, 0.0), kind="stable")
-                order = order[(sessions[order] > 0) & group[order]]
-                share[order] = 1.0 / (cfg.rrf_k + 1 + np.arange(len(order)))
-            parts["session"] = share[index.session_of]
-            fused += cfg.keys.session_weight * parts["session"]
     named = [name for name in speakers if name in index.speakers]
     if cfg.keys.speaker_weight > 0 and named:
         # said by a person the question names: as if ranked first in that person's list
@@ -190,20 +173,6 @@ def rank(
             said[index.speakers[name]] = 1.0
         parts["speaker"] = said
         fused += said * (cfg.keys.speaker_weight / (cfg.rrf_k + 1))
-    if cfg.keys.own_weight > 0:
-        # the memory's own content re-ranks the episodic candidates: beyond the top
-        # ``depth`` every memory sits in the tail of the own rankings anyway
-        rows = np.arange(len(snap))
-        if len(rows) > cfg.depth:
-            rows = np.argpartition(-fused, cfg.depth - 1)[: cfg.depth]
-        own_dense, own_lexical = index.own_scores(text, cosines, rows)
-        weight = cfg.keys.own_weight
-        if cfg.dense and own_dense is not None:
-            parts["own_dense"] = reciprocal(ranked(own_dense, positive=False))
-            fused += weight * parts["own_dense"]
-        if cfg.lexical and own_lexical is not None:
-            parts["own_lexical"] = reciprocal(ranked(own_lexical))
-            fused += weight * parts["own_lexical"]
     return Ranking(fused, dense, lexical, parts)
 
 

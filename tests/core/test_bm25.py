@@ -134,33 +134,3 @@ def _fresh(documents: list[dict[str, float]]) -> LexicalIndex:
     for counts in documents:
         index.add(counts)
     return index
-
-
-def test_a_grown_document_scores_as_if_added_whole_and_older_indexes_keep_theirs() -> None:
-    """A live session's document grows by each turn's words without being posted again:
-    its scores (and every other document's, through df and the average length) are those of
-    an index built with the whole document, and the index it grew from is unchanged."""
-    from ramem_core.index.files import through_file
-
-    docs = [{"garden": 2.0, "rose": 1.0}, {"piano": 1.0}, {"garden": 1.0, "job": 3.0}]
-    base = _fresh(docs)
-    query = ["garden", "piano", "tulip", "job"]
-    before = base.scores(query).copy()
-    grown, ids = base.evolve([], [], {0: {"tulip": 2.0, "garden": 1.0}})
-    [doc] = ids
-    assert doc == 3  # a posted document moves to a new id when it opens
-    assert grown.opened == [doc]
-    twice, again = grown.evolve([], [], {doc: {"piano": 1.0}})
-    assert again == [doc]  # an open document keeps its id
-    whole = {"garden": 3.0, "rose": 1.0, "tulip": 2.0, "piano": 1.0}
-    want = _fresh([whole, docs[1], docs[2]]).scores(query)
-    got = twice.scores(query)
-    np.testing.assert_allclose(got[[doc, 1, 2]], want, rtol=1e-6)
-    assert got[0] == 0.0  # the posted original is gone
-    np.testing.assert_array_equal(base.scores(query), before)  # copy on write
-    loaded = through_file(twice)  # a snapshot file posts open documents
-    assert loaded.opened == []
-    np.testing.assert_allclose(loaded.scores(query), got, rtol=1e-6)
-    removed, _ = twice.evolve([doc], [])
-    assert removed.opened == []
-    assert removed.scores(["tulip"])[doc] == 0.0

@@ -1,5 +1,5 @@
-"""The episodic keys (stage 3): neighbour turns, session date and documents, dense windows,
-own content, the speaker key, and the fusion's ranks."""
+"""The episodic keys (stage 3): neighbour turns, dense windows, the speaker key, and the
+fusion's ranks."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ UNITS = [
 
 
 def test_lexical_keys_carry_neighbour_turns_with_their_weights() -> None:
-    index = EpisodicIndex(UNITS, keys=EpisodicKeys(neighbours=(0.5, 0.25), session_date=False))
+    index = EpisodicIndex(UNITS, keys=EpisodicKeys(neighbours=(0.5, 0.25)))
     scores = index.lexical_scores("pottery")
     a1, a2, a3, b1 = (scores[i] for i in (1, 0, 2, 3))
     assert a1 > a2 > a3 > 0.0  # own words, then distance 1, then distance 2
@@ -32,36 +32,6 @@ def test_lexical_keys_carry_neighbour_turns_with_their_weights() -> None:
     plain = EpisodicIndex(UNITS, keys=CONTENT_KEYS).lexical_scores("pottery")
     assert plain[0] == 0.0
     assert plain[2] == 0.0
-
-
-def test_session_date_words_are_searchable() -> None:
-    with_date = EpisodicIndex(UNITS, keys=EpisodicKeys(session_date=True))
-    assert with_date.lexical_scores("May 2023").min() > 0.0
-    assert EpisodicIndex(UNITS, keys=CONTENT_KEYS).lexical_scores("May 2023").max() == 0.0
-
-
-def _fused(
-    units: list[MemoryUnit], keys: EpisodicKeys, query: str, speakers: tuple[str, ...] = ()
-) -> npt.NDArray[np.float32]:
-    """The retriever's fused ranking of ``units`` (hash vectors) under ``keys``."""
-    from ramem_core.index.snapshot import Snapshot
-    from ramem_core.retrieval import RetrievalConfig, Retriever
-    from ramem_core.testing import HashEmbedder
-
-    embedder = HashEmbedder()
-    snap = Snapshot(units, embedder.embed([u.content for u in units]), keys)
-    retriever = Retriever(embedder, RetrievalConfig(keys=keys))
-    return retriever.rank(snap, query, embedder.embed([query])[0], speakers=speakers).fused
-
-
-def test_session_documents_lift_every_turn_of_the_matching_episode() -> None:
-    index = EpisodicIndex(UNITS, keys=EpisodicKeys(session_weight=4.0))
-    assert index.session_scores("pottery bowls")[index.session_of[3]] == 0.0  # B: no match
-    bonus = _fused(UNITS, EpisodicKeys(session_weight=4.0), "pottery bowls") - _fused(
-        UNITS, EpisodicKeys(session_weight=0.0), "pottery bowls"
-    )
-    np.testing.assert_allclose(bonus[:3], [4.0 / 61] * 3, rtol=1e-5)  # float32 sums
-    assert bonus[3] == 0.0  # session B does not match at all
 
 
 def test_dense_key_adds_the_window_cosine() -> None:
@@ -78,20 +48,6 @@ def test_dense_key_adds_the_window_cosine() -> None:
     np.testing.assert_allclose(plain, [0, 1, 0, 0])
 
 
-def test_own_cosines_are_each_rows_own() -> None:
-    vectors = np.eye(4, dtype=np.float32)
-    index = EpisodicIndex(UNITS, vectors, EpisodicKeys())
-    cosines = index.cosines(vectors[1])  # the vector of a1
-    dense, lexical = index.own_scores("pottery", cosines, np.array([1, 3]))
-    assert dense is not None
-    assert lexical is not None
-    assert dense[1] == pytest.approx(1.0)
-    assert dense[3] == pytest.approx(0.0)
-    assert np.isneginf(dense[[0, 2]]).all()  # rows outside the candidates
-    assert lexical[1] > 0.0
-    assert lexical[3] == 0.0
-
-
 def test_ranks_put_everything_past_depth_in_the_tail() -> None:
     scores = np.array([0.5, 3.0, 0.0, 2.0, 1.0], dtype=np.float32)
     np.testing.assert_array_equal(ranks(scores, 2), [2, 0, 2, 1, 2])
@@ -99,6 +55,20 @@ def test_ranks_put_everything_past_depth_in_the_tail() -> None:
     np.testing.assert_array_equal(
         ranks(np.array([-0.5, -0.1], dtype=np.float32), 5, positive=False), [1, 0]
     )
+
+
+def _fused(
+    units: list[MemoryUnit], keys: EpisodicKeys, query: str, speakers: tuple[str, ...] = ()
+) -> npt.NDArray[np.float32]:
+    """The retriever's fused ranking of ``units`` (hash vectors) under ``keys``."""
+    from ramem_core.index.snapshot import Snapshot
+    from ramem_core.retrieval import RetrievalConfig, Retriever
+    from ramem_core.testing import HashEmbedder
+
+    embedder = HashEmbedder()
+    snap = Snapshot(units, embedder.embed([u.content for u in units]), keys)
+    retriever = Retriever(embedder, RetrievalConfig(keys=keys))
+    return retriever.rank(snap, query, embedder.embed([query])[0], speakers=speakers).fused
 
 
 def test_a_memory_said_by_the_person_the_query_names_ranks_first() -> None:

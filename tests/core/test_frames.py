@@ -11,11 +11,11 @@ from ramem_core import (
     FrameContext,
     Granularity,
     MemoryUnit,
-    RaMem,
     Relation,
     RuleFrameInducer,
     TimeSpan,
 )
+from ramem_core.memory import RaMem
 from ramem_core.testing import FakeLookup
 
 NOW = datetime(2023, 11, 20, 19, 15)  # end of the last session
@@ -329,23 +329,6 @@ def test_the_frame_carries_what_ranking_needs_so_no_stage_reparses_the_query() -
     assert moved.speakers == ()  # Ana does not speak here
 
 
-def test_recall_ranks_by_the_frames_cues(memory: RaMem, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stage 3 reads the frame, not the question: a frame that names no speaker gets no
-    speaker bonus even when the question's words name one."""
-    from dataclasses import replace
-
-    from tests.conftest import two_trips
-
-    memory.add_conversation(two_trips())
-    query = "What did Ben say about his trip?"
-    named = memory.recall(query)
-    induce = memory.inducer.induce
-    monkeypatch.setattr(memory.inducer, "induce", lambda q, c: replace(induce(q, c), speakers=()))
-    plain = memory.recall(query)
-    assert named.frame.speakers == ("Ben",)
-    assert [e.score for e in named] != [e.score for e in plain]
-
-
 @pytest.mark.parametrize(
     ("query", "day"),
     [
@@ -374,3 +357,20 @@ def test_a_bare_weekday_that_may_be_ahead_is_not_grounded() -> None:
     frame = RuleFrameInducer().induce("What am I doing on Saturday?", context)
     assert not frame.grounded_times
     assert "ahead" in frame.times[0].reason
+
+
+def test_recall_ranks_by_the_frames_cues(memory: RaMem, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stage 3 reads the frame, not the question: a frame that names no speaker gets no
+    speaker bonus even when the question's words name one."""
+    from dataclasses import replace
+
+    from tests.conftest import two_trips
+
+    memory.add_conversation(two_trips())
+    query = "What did Ben say about his trip?"
+    named = memory.recall(query)
+    induce = memory.inducer.induce
+    monkeypatch.setattr(memory.inducer, "induce", lambda q, c: replace(induce(q, c), speakers=()))
+    plain = memory.recall(query)
+    assert named.frame.speakers == ("Ben",)
+    assert [e.score for e in named] != [e.score for e in plain]

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ramem_core.index.episodic import OPEN_SESSIONS, EpisodicIndex, EpisodicKeys
+from ramem_core.index.episodic import EpisodicIndex, EpisodicKeys
 from ramem_core.index.text import term_counts
 from ramem_core.testing import HashEmbedder
 from ramem_core.types import MemoryUnit
 from tests.conftest import unit_at
 
-KEYS = EpisodicKeys(own_weight=1.0)  # every part built: keys, sessions, own words, windows
+KEYS = EpisodicKeys()  # every part built: keys, own words, windows
 
 
 def _history() -> list[MemoryUnit]:
@@ -75,9 +75,6 @@ def _through(case: Case, last: str) -> Any:
     new._extend_lexical_keys(c.old, rekeyed, len(c.units))
     if last == "lexical":
         return rekeyed
-    new._post_session_documents(c.old, rekeyed)
-    if last == "sessions":
-        return rekeyed
     new._extend_own_index(c.old, c.n_old, len(c.units))
     if last == "own index":
         return rekeyed
@@ -111,8 +108,6 @@ def test_step_3_a_live_session_is_rekeyed_at_its_tail_only(case: Case) -> None:
     reach = len(KEYS.neighbours)
     # the tail and the rows whose neighbours see it; the new session's one row
     assert sorted(rekeyed.key_rows) == [*range(10 - reach, 12), 12]
-    assert rekeyed.grown_numbers == [b]  # B's document grows; C's is posted whole
-    assert rekeyed.session_numbers == [case.new.session_number[("c", "C")]]
 
 
 def test_step_4_every_row_has_its_scratch_key(case: Case) -> None:
@@ -124,17 +119,7 @@ def test_step_4_every_row_has_its_scratch_key(case: Case) -> None:
         )
 
 
-def test_step_5_session_documents_hold_their_sessions_words(case: Case) -> None:
-    _through(case, "sessions")
-    scratch = _scratch(case)
-    for number in range(len(scratch.session_rows)):
-        mine = case.new.sessions.document(int(case.new.session_doc[number]))
-        theirs = scratch.sessions.document(int(scratch.session_doc[number]))
-        assert mine == pytest.approx(theirs)
-    assert len(case.new.sessions.opened) <= OPEN_SESSIONS
-
-
-def test_step_6_the_own_words_index_holds_each_new_row(case: Case) -> None:
+def test_step_5_the_own_words_index_holds_each_new_row(case: Case) -> None:
     _through(case, "own index")
     assert case.new.own is not None
     for row in range(case.n_old, len(case.units)):
@@ -142,7 +127,7 @@ def test_step_6_the_own_words_index_holds_each_new_row(case: Case) -> None:
         assert case.new.own.document(int(case.new.own_doc[row])) == expected
 
 
-def test_step_7_windows_are_the_scratch_ones_and_only_changed_rows_are_patched(
+def test_step_6_windows_are_the_scratch_ones_and_only_changed_rows_are_patched(
     case: Case,
 ) -> None:
     _through(case, "windows")
@@ -162,5 +147,5 @@ def test_the_steps_make_what_updated_makes(case: Case) -> None:
     _through(case, "windows")
     whole = case.old.updated(case.units, case.vectors, [])
     assert case.new.row_doc.tolist() == whole.row_doc.tolist()
-    assert case.new.session_doc.tolist() == whole.session_doc.tolist()
+    assert case.new.own_doc.tolist() == whole.own_doc.tolist()
     assert set(case.new._patch) == set(whole._patch)

@@ -7,7 +7,6 @@ from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
-import pytest
 
 from ramem_core import (
     Conversation,
@@ -15,9 +14,7 @@ from ramem_core import (
     RetrievalConfig,
 )
 from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
-from ramem_core.retrieval import (
-    LEARNED_FUSION,
-)
+from ramem_core.retrieval.fusion import LEARNED_FUSION
 from tests.builders import session
 from tests.conftest import content_only, two_trips
 
@@ -80,9 +77,7 @@ def test_a_neighbours_words_find_a_turn(memory: RaMem) -> None:
         )
     )
     query = "How was the pottery class downtown?"
-    episodic = RaMem(
-        memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=0.0, window=0))
-    )
+    episodic = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(window=0)))
     plain = RaMem(memory.store, config=RetrievalConfig(keys=CONTENT_KEYS))
     by_id = {u.id: u for u in memory.store.get(memory.namespace)}
     p3 = next(i for i, u in by_id.items() if u.source_ids == ("P:3",))
@@ -91,50 +86,30 @@ def test_a_neighbours_words_find_a_turn(memory: RaMem) -> None:
     assert not {e.unit.id: e.lexical_score for e in plain.recall(query, k=5)}.get(p3)
 
 
-def test_own_content_ranks_the_turn_that_says_it_above_its_neighbours(memory: RaMem) -> None:
-    pottery = session(
-        "P",
-        datetime(2023, 5, 2),
-        "Alice: I signed up for a pottery class downtown.",
-        "Ben: Nice, how was the first evening?",
-        "Alice: It was wonderful, I made a small bowl.",
-        "Ben: Did you bring it home?",
-    )
-    memory.add_conversation(Conversation("c", (pottery,)))
-    query = "Who made a small bowl?"
-    with_own = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(own_weight=0.25)))
-    without = RaMem(memory.store, config=RetrievalConfig(keys=EpisodicKeys(own_weight=0.0)))
-    assert with_own.recall(query, k=1)[0].unit.source_ids == ("P:3",)
-    scores = {e.unit.source_ids[0]: e.score for e in without.recall(query, k=4)}
-    own = {e.unit.source_ids[0]: e.score for e in with_own.recall(query, k=4)}
-    # the own-content weight widens the turn's lead over its neighbours
-    assert own["P:3"] - max(own["P:2"], own["P:4"]) > scores["P:3"] - max(
-        scores["P:2"], scores["P:4"]
-    )
+def test_rows_ranked_apart_take_no_rank_from_the_others(memory: RaMem) -> None:
+    from ramem_core.index.snapshot import Snapshot
+    from ramem_core.retrieval import Retriever
 
-
-def test_the_matching_session_lifts_every_one_of_its_turns(memory: RaMem) -> None:
     memory.add_conversation(two_trips())
-    query = "grilled sardines by the river"
-    lifted = RaMem(
-        memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=4.0), fusion=None)
-    )
-    flat = RaMem(
-        memory.store, config=RetrievalConfig(keys=EpisodicKeys(session_weight=0.0), fusion=None)
-    )
-    gain = {e.unit.id: e.score for e in lifted.recall(query, k=6)}
-    base = {e.unit.id: e.score for e in flat.recall(query, k=6)}
-    by_session: dict[str, set[float]] = {}
-    for e in lifted.recall(query, k=6):
-        by_session.setdefault(e.unit.context.session_id, set()).add(
-            round(gain[e.unit.id] - base[e.unit.id], 6)
+    for day, asked in enumerate(["What did Ben eat in Lisbon?", "Where did Alice go?"]):
+        memory.add_exchange(
+            asked, "From what you told me: sardines.", at=datetime(2024, 1, day + 1)
         )
-    # one bonus per session, the same for each of its turns; the best session gets 4 / 61
-    assert all(len(bonuses) == 1 for bonuses in by_session.values())
-    assert max(b for bonuses in by_session.values() for b in bonuses) == pytest.approx(
-        4 / 61, abs=1e-5
+    snap = memory.snapshots.get(memory.namespace)
+    assert snap.vectors is not None
+    stated = np.flatnonzero(~snap.derived)
+    alone = Snapshot(
+        [snap.unit(int(i)) for i in stated], snap.vectors[stated], memory.retriever.config.keys
     )
-    assert min(b for bonuses in by_session.values() for b in bonuses) < 4 / 61
+    query = "What did Ben eat in Lisbon?"
+    vector = memory.embedder.embed([query])[0]
+    dense_only = Retriever(memory.embedder, RetrievalConfig(lexical=False))
+    together = dense_only.rank(snap, query, vector, apart=snap.derived)
+    np.testing.assert_allclose(
+        together.fused[stated], dense_only.rank(alone, query, vector).fused, rtol=1e-6
+    )
+    mixed = dense_only.rank(snap, query, vector)  # without: the questions take their ranks
+    assert not np.allclose(mixed.fused[stated], together.fused[stated])
 
 
 def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem) -> None:
@@ -180,29 +155,3 @@ def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem)
         (frame_off, "When did Ana move to Lisbon?"),
     ]:
         assert says_when(config, query) == [0.0, 0.0]
-
-
-def test_rows_ranked_apart_take_no_rank_from_the_others(memory: RaMem) -> None:
-    from ramem_core.index.snapshot import Snapshot
-    from ramem_core.retrieval import Retriever
-
-    memory.add_conversation(two_trips())
-    for day, asked in enumerate(["What did Ben eat in Lisbon?", "Where did Alice go?"]):
-        memory.add_exchange(
-            asked, "From what you told me: sardines.", at=datetime(2024, 1, day + 1)
-        )
-    snap = memory.snapshots.get(memory.namespace)
-    assert snap.vectors is not None
-    stated = np.flatnonzero(~snap.derived)
-    alone = Snapshot(
-        [snap.unit(int(i)) for i in stated], snap.vectors[stated], memory.retriever.config.keys
-    )
-    query = "What did Ben eat in Lisbon?"
-    vector = memory.embedder.embed([query])[0]
-    dense_only = Retriever(memory.embedder, RetrievalConfig(lexical=False))
-    together = dense_only.rank(snap, query, vector, apart=snap.derived)
-    np.testing.assert_allclose(
-        together.fused[stated], dense_only.rank(alone, query, vector).fused, rtol=1e-6
-    )
-    mixed = dense_only.rank(snap, query, vector)  # without: the questions take their ranks
-    assert not np.allclose(mixed.fused[stated], together.fused[stated])

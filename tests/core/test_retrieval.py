@@ -118,7 +118,7 @@ def test_config_rejects_nonsense() -> None:
     with pytest.raises(InvalidInputError):
         RetrievalConfig(validity_pool=0)
     with pytest.raises(ValueError, match="non-negative"):
-        EpisodicKeys(session_weight=-1.0)
+        EpisodicKeys(window=-1)
 
 
 def test_frame_is_visible_to_users(memory: RaMem) -> None:

@@ -120,7 +120,6 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
             for part in (
                 lambda s, q=q: s.index.lexical_scores(q),
                 lambda s, v=vector: s.index.dense_scores(v),
-                lambda s, q=q: s.index.session_scores(q)[s.index.session_of],
                 lambda s, q=q, v=vector: retriever.rank(s, q, v, speakers=("user",)).fused,
             ):
                 got, want = _by_id(version, part(version)), _by_id(fresh, part(fresh))
@@ -211,37 +210,6 @@ def test_two_updates_of_one_snapshot_never_share_their_new_rows() -> None:
     )
     assert base.vectors is not None
     assert len(base.vectors) == len(history)
-
-
-def test_open_session_documents_are_bounded_and_score_as_rebuilt(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Live sessions grow their documents without posting them again, at most
-    ``OPEN_SESSIONS`` at a time (the least recently grown is posted when another opens);
-    session scores stay those of a snapshot built from scratch."""
-    from ramem_core.index import episodic
-    from ramem_core.index.snapshot import Snapshot
-    from ramem_core.testing import HashEmbedder
-    from tests.conftest import unit_at
-
-    monkeypatch.setattr(episodic, "OPEN_SESSIONS", 2)
-    embedder = HashEmbedder()
-    topics = ["pottery bowl", "piano lesson", "garden roses", "river trip"]
-    units = [unit_at(f"{s}-0", f"S{s}", 0, f"Ann: {topics[s]} plans") for s in range(4)]
-    snap = Snapshot(units, embedder.embed([u.content for u in units]))
-    for turn in range(1, 4):
-        for s in range(4):  # four sessions live at once, interleaved
-            unit = unit_at(f"{s}-{turn}", f"S{s}", turn, f"Ann: more {topics[s]} talk {turn}")
-            units.append(unit)
-            updated = snap.updated([unit], {unit.id: embedder.embed([unit.content])[0]})
-            assert updated is not None
-            snap = updated
-            assert len(snap.index.sessions.opened) <= 2
-    fresh = Snapshot(units, embedder.embed([u.content for u in units]))
-    for query in ["pottery", "piano talk", "river trip plans", "garden"]:
-        got = _by_id(snap, snap.index.session_scores(query)[snap.index.session_of])
-        want = _by_id(fresh, fresh.index.session_scores(query)[fresh.index.session_of])
-        np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)
 
 
 def test_a_known_unit_restored_with_a_new_context_reads_as_rebuilt() -> None:

@@ -16,7 +16,9 @@ class AfterTheirSources:
     statement it restates or asks about (cosine at least ``threshold``); when recorded
     questions and replies yield (``yield_``, unless the frame asks about the dialogue with
     the agent), after every statement of the list instead: a question always, a reply that
-    restates one (with ``yield_all``, every reply). Everything else keeps its order.
+    restates one (with ``yield_all``, every reply). For a question about the dialogue, the
+    agent's replies go before the user's questions where they meet (what was said to the user
+    is the evidence, what the user asked is not). Everything else keeps its order.
 
     Args:
         threshold: the cosine that makes a statement the source of a question or reply.
@@ -41,18 +43,19 @@ class AfterTheirSources:
         vectors = snap.vectors[rows]
         similar = (vectors[derived] @ vectors.T) >= self.threshold
         statements = ~derived
-        keys: list[tuple[int, int, int]] = []
+        keys: list[tuple[int, int, int, int]] = []
         d = 0
         for place in range(len(picks)):
             if not derived[place]:
-                keys.append((place, 0, place))
+                keys.append((place, 0, 0, place))
                 continue
             sources = np.flatnonzero(similar[d] & statements)
             d += 1
             below = sources[sources > place]
             asked = snap.unit(int(rows[place])).context.kind is Kind.QUESTION
+            later = int(asked and facts.frame.asks_dialogue)  # replies first, then questions
             if to_end and (len(sources) or asked or self.yield_all):
-                keys.append((len(picks), 1, place))
+                keys.append((len(picks), 1, later, place))
             else:
-                keys.append((int(below.max()) if len(below) else place, 1, place))
-        return [picks[place] for _, _, place in sorted(keys)]
+                keys.append((int(below.max()) if len(below) else place, 1, later, place))
+        return [picks[place] for *_, place in sorted(keys)]
