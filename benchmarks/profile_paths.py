@@ -69,7 +69,7 @@ def build(work: Path, top: int) -> None:
             "the store's load (the get, decoded)": lambda: memory.store.load("u0"),
             "snapshot build": lambda: Snapshot(units, vectors, keys),
             "  of which the per-memory columns": lambda: MemoryColumns.of(units, spans),
-            "  of which the episodic index": lambda: EpisodicIndex(units, vectors, keys, spans),
+            "  of which the episodic index": lambda: EpisodicIndex(units, vectors, keys),
         }
         for name, run in rows.items():
             print(f"{name:50} {_median_ms(run):8.1f} ms")
