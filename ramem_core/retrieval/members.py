@@ -282,7 +282,7 @@ def members(
     index = snap.index
     own = index.own
     kind = asked_kind(query)
-    if kind is None or own is None or snap.vectors is None:
+    if kind is None or snap.vectors is None:
         return {}
     terms, matrix = vectors.of(own)
     kind_vector = normalize((embedder or vectors.embedder).embed([kind]))[0]

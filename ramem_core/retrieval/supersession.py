@@ -145,7 +145,6 @@ def restated(
     earlier days), for :func:`latest_day_first`. Read off the pool's own words: nothing is
     stored."""
     index = snap.index
-    lexical = index.own if index.own is not None else index.lexical
     counts = index.own_counts
     states = snap.columns["states"]
     # statements of something that can change, not questions or replies
@@ -154,7 +153,7 @@ def restated(
     # the question's words some statement holds: the others tell no statement from another
     words = index.tokenize(frame.need or frame.query)
     asked = [term for term in dict.fromkeys(words) if term in said]
-    weight = {term: lexical.idf(term) for term in asked}
+    weight = {term: index.own.idf(term) for term in asked}
     total = sum(weight.values())
     if len(asked) < 2 or total <= 0:
         return []
