@@ -69,12 +69,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("state_key", np.int64, lambda u, _s: 0 if _derived(u) else state_key(u.context.state)),
     Column("said_at", np.int64, lambda u, _s: _end(u.context.session_span)),
     Column("turn", np.int64, lambda u, _s: u.context.turn_index),
+    Column("speaker", np.int64, lambda u, _s: state_key(u.context.speaker)),
 )
 """Every per-memory fact a snapshot holds as an array (epoch seconds for times, 0 where
 unknown): the session span (for frame masks), the event time, "says when", "is a question
 or a reply", and what a statement states (something that can change; a lasting state; the
 kinds of state, a bitmask over :data:`ramem_core.states.KINDS`), when it was said (its own
-stored span's end) and its turn."""
+stored span's end), its turn and its speaker (a number, equal for one name in any case)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,10 +76,7 @@ def chains(
     keys = columns["state_key"][at]
     similar |= (keys[:, None] == keys[None, :]) & (keys != 0)[:, None]  # one named state
     said = columns["said_at"][at] * 100_000 + columns["turn"][at]  # when, then the turn
-    names: dict[str, int] = {}
-    speaker = np.array(
-        [names.setdefault(snap.units[int(r)].context.speaker.lower(), len(names)) for r in at]
-    )
+    speaker = columns["speaker"][at]
     same = speaker[:, None] == speaker[None, :]
     later = similar & same & (said[None, :] > said[:, None])
     out: dict[int, list[int]] = {}
