@@ -412,24 +412,6 @@ PASSES = (
             " words alone, now_leads, past_leads and labelled with lower bounds above 0"
         ),
     ),
-    Pass(
-        "same-thing",
-        lambda c: replace(c, state_same_thing=None),
-        (("latest_first@10", None), ("turn@1", "knowledge-update")),
-        elsewhere=(
-            "python benchmarks/bench_states.py: report half of the fixed phrasings, minus"
-            " no-same-thing, now_leads and labelled with lower bounds above 0"
-        ),
-    ),
-    Pass(
-        "now-by-default",
-        lambda c: replace(c, latest_by_default=False),
-        (("latest_first@10", None), ("turn@1", "knowledge-update")),
-        elsewhere=(
-            "python benchmarks/bench_states.py: report half of the fixed phrasings, minus"
-            " no-now-by-default, now_leads with a lower bound above 0"
-        ),
-    ),
     Pass("keys", lambda c: replace(c, keys=CONTENT_KEYS), ALL_R10, keys=True),
     Pass("neighbours-key", _keys(neighbours=()), ALL_R10, keys=True),
     Pass("window-key", _keys(window=0), ALL_R10, keys=True),

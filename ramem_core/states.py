@@ -59,7 +59,7 @@ _PRESENT = re.compile(
 my cat?", "How many coins do we have?", "How many nights can I redeem?"."""
 _EARLIER = re.compile(
     r"\b(?:previous(?:ly)?|before\s+(?:I|the|my|it|we|that|moving|switching|changing)"
-    r"|used\s+to|original(?:ly)?|at\s+first|first\s+(?:time|one)|former(?:ly)?|old\s+(?:job|address"
+    r"|used\s+to|originally|at\s+first|first\s+(?:time|one)|former(?:ly)?|old\s+(?:job|address"
     r"|place|apartment|status|record)|earlier|initially|prior)\b",
     re.IGNORECASE,
 )
@@ -193,26 +193,10 @@ def values(text: str) -> frozenset[str]:
     return frozenset(m.group(0).lower() for m in _VALUE.finditer(text))
 
 
-_FIRST = re.compile(r"\bfirst\b", re.IGNORECASE)
-_PAST_TENSE = re.compile(r"\b(?:did|was|were)\b", re.IGNORECASE)
-
-
-def asks_past(query: str) -> bool:
-    """True when ``query`` is in the past tense ("Where did someone eat sardines?", "When was
-    the party?"): it asks about then, so it is no question about now by default."""
-    return _PAST_TENSE.search(query) is not None
-
-
-_WAS = re.compile(r"\b(?:was|were|did|had)\b", re.IGNORECASE)
-
-
 def asks_earlier(query: str) -> bool:
     """True when ``query`` asks for an earlier value ("previous", "before I moved", "used
-    to", "originally", "What was the first date?"): superseded statements are its evidence
-    and keep their place."""
-    if _EARLIER.search(query) is not None:
-        return True
-    return _FIRST.search(query) is not None and _WAS.search(query) is not None
+    to", "originally"): superseded statements are its evidence and keep their place."""
+    return _EARLIER.search(query) is not None
 
 
 def state_key(state: str) -> int:

@@ -77,13 +77,6 @@ class RetrievalConfig:
             vector has this cosine with one of the kind's prototype sentences
             (:mod:`ramem_core.retrieval.kinds`: "two weeks into the new gig at Initech" is about
             a job); ``None``: the words alone. Chosen by ``benchmarks/bench_states.py``.
-        state_same_thing: a statement that names no kind of state speaks of the kind of its
-            speaker's most similar statement that does, when their cosine is at least this
-            (the same thing said again: "They pushed the reunion to the 14th");
-            ``None``: never (:func:`~ramem_core.retrieval.kinds.same_thing`).
-        latest_by_default: a question about a kind of state that sets no time of its own
-            ("When is the reunion?") asks about now, as one that says "now" does
-            (:class:`~ramem_core.retrieval.passes.latest_first.LatestFirst`).
         state_candidates: how many of the content ranking's best statements supersession is
             sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
@@ -121,8 +114,6 @@ class RetrievalConfig:
     state_candidates: int = 50
     restate_share: float | None = 0.6
     state_kind_vectors: float | None = 0.3
-    state_same_thing: float | None = 0.3
-    latest_by_default: bool = True
     members: SecondRound | None = field(default_factory=SecondRound)
 
     def __post_init__(self) -> None:

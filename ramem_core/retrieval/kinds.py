@@ -119,12 +119,9 @@ class KindVectors:
         threshold: the cosine a statement or a question needs with a kind's prototype.
     """
 
-    def __init__(
-        self, embedder: Embedder, threshold: float, same_thing: float | None = None
-    ) -> None:
+    def __init__(self, embedder: Embedder, threshold: float) -> None:
         self.embedder = embedder
         self.threshold = threshold
-        self.same_thing = same_thing
         self._vectors: npt.NDArray[np.float32] | None = None
         self._neutral: npt.NDArray[np.float32] | None = None
         self._bits: npt.NDArray[np.int64] = np.array(
@@ -172,43 +169,4 @@ class KindVectors:
         bits[at] |= found
         lasting = words.lasting.copy()
         lasting[at] |= lasts
-        if self.same_thing is not None:
-            asked_terms = set(snap.index.tokenize(query))
-            same_thing(snap, at, bits, lasting, self.same_thing, asked_terms)
         return Kinds(bits, lasting, asked)
-
-
-def same_thing(
-    snap: Snapshot,
-    rows: npt.NDArray[np.int64],
-    bits: npt.NDArray[np.int64],
-    lasting: npt.NDArray[np.bool_],
-    threshold: float,
-    asked_terms: set[str] | None = None,
-) -> None:
-    """A statement among ``rows`` that names no kind of state speaks of the kind of the most
-    similar statement of its speaker that does, when their vectors' cosine is at least
-    ``threshold`` and (with ``asked_terms``) both name a thing the question names: the same
-    thing said again ("They pushed the reunion to August 3rd" after "Our family reunion is on
-    July 20th", asked "When is the reunion?"). ``bits`` and ``lasting`` are updated in
-    place."""
-    assert snap.vectors is not None
-    if len(rows) < 2:
-        return
-    kinded = bits[rows] != 0
-    if kinded.all() or not kinded.any():
-        return
-    speaker = snap.columns["speaker"][rows]
-    cosine = snap.vectors[rows] @ snap.vectors[rows].T
-    cosine[:, ~kinded] = -1.0  # only a statement of a kind lends its kind
-    cosine[speaker[:, None] != speaker[None, :]] = -1.0
-    best = cosine.argmax(axis=1)
-    near = ~kinded & (cosine[np.arange(len(rows)), best] >= threshold)
-    if asked_terms is not None:
-        counts = snap.index.own_counts
-        for i in np.flatnonzero(near).tolist():
-            a, b = int(rows[i]), int(rows[best[i]])
-            near[i] = bool(asked_terms & counts[a].keys() & counts[b].keys())
-    to, source = rows[near], rows[best[near]]
-    bits[to] = bits[source]
-    lasting[to] = lasting[source]
