@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ramem_core.retrieval.kinds import Kinds
 from ramem_core.retrieval.passes.base import Facts, Picks
 from ramem_core.retrieval.supersession import chains, successors_for
 
@@ -29,8 +30,15 @@ class LatestFirst:
         frame, snap = facts.frame, facts.snap
         if not frame.asks_now or frame.asks_earlier:
             return picks
-        named = chains(snap, facts.pool, None, self.kind_similarity, facts.kinds)
-        successor = successors_for(snap, named, frame.query, frame.now, facts.kinds)
+        kinds = facts.kinds or Kinds.of_words(snap, frame.query)
+        if not kinds.asked:  # a question about no kind of state ("How many books so far?")
+            return picks
+        named = chains(snap, facts.pool, None, self.kind_similarity, kinds)
+        successor = {
+            row: later
+            for row, later in successors_for(snap, named, frame.query, frame.now, kinds).items()
+            if kinds.asked & int(kinds.bits[row]) & int(kinds.bits[later])
+        }
         if not successor:
             return picks
         by_row = {p.row: p for p in picks}
