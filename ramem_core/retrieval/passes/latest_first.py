@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ramem_core.retrieval.kinds import Kinds
 from ramem_core.retrieval.passes.base import Facts, Picks
 from ramem_core.retrieval.supersession import chains, successors_for
 
@@ -30,15 +29,8 @@ class LatestFirst:
         frame, snap = facts.frame, facts.snap
         if not frame.asks_now or frame.asks_earlier:
             return picks
-        kinds = facts.kinds or Kinds.of_words(snap, frame.query)
-        if not kinds.asked:  # a question about no kind of state ("How many books so far?")
-            return picks
-        named = chains(snap, facts.pool, None, self.kind_similarity, kinds)
-        successor = {
-            row: later
-            for row, later in successors_for(snap, named, frame.query, frame.now, kinds).items()
-            if kinds.asked & int(kinds.bits[row]) & int(kinds.bits[later])
-        }
+        named = chains(snap, facts.pool, None, self.kind_similarity, facts.kinds)
+        successor = successors_for(snap, named, frame.query, frame.now, facts.kinds)
         if not successor:
             return picks
         by_row = {p.row: p for p in picks}
