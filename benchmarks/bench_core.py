@@ -4,11 +4,15 @@ Run from the project root:
 
     python benchmarks/bench_core.py                    # 1k, 10k, 100k memories
     python benchmarks/bench_core.py --sizes 1000 --queries 50   # quick look
+    python benchmarks/bench_core.py --sizes 100000 --skip-locomo --ab /tmp/base   # A/B
 
-Prints tables and writes ``results/bench_core.json``. Measured side by side in one run on the
-same collection: RaMem ``recall`` (frame induction, episodic keys, validity stage), content-only
-``recall`` (dense + BM25 on each memory's own content) and a plain Chroma HNSW query, each
-embedding the query with the default embedder.
+Prints tables and writes ``results/bench_core.json``. With ``--ab CHECKOUT`` each timed part
+(ingest, then recall at each size) also runs on that checkout's ``ramem_core``, in a fresh
+process right after this tree's, and a table gives both trees' ratios side by side.
+
+Measured side by side in one run on the same collection: RaMem ``recall`` (frame induction,
+episodic keys, validity stage), content-only ``recall`` (dense + BM25 on each memory's own
+content) and a plain Chroma HNSW query, each embedding the query with the default embedder.
 For scale the stored vectors are random unit vectors (embedding 100k texts would dominate the
 run); texts, metadata and the query embedder are real.
 """
@@ -20,6 +24,8 @@ import json
 import random
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import datetime, timedelta
@@ -150,6 +156,7 @@ def bench_ingest(embedder: MiniLMEmbedder) -> dict[str, Any]:
         "ingest_turns_per_s": turns / t_total,
         "anchor_turns_per_s": turns / t_anchor,
         "embed_texts_per_s": len(units) / t_embed,
+        "ingest_over_embedder": t_embed / t_total,  # the same texts embedded, alone
         "seconds": t_total,
     }
 
@@ -290,6 +297,67 @@ def bench_locomo(embedder: MiniLMEmbedder, k: int) -> dict[str, Any] | None:
 # ------------------------------------------------------------------ main
 
 
+RESULT_MARK = "@@bench-core-result "
+
+
+def in_tree(tree: Path, name: str, *args: Any) -> Any:
+    """``bench_ingest`` or ``bench_recall`` (``name``) with ``args`` in a fresh process whose
+    ``ramem_core`` is ``tree``'s."""
+    from ab_recall import environment_on
+
+    child = subprocess.run(
+        [sys.executable, __file__, "--child"],
+        input=json.dumps({"name": name, "args": list(args)}),
+        capture_output=True,
+        text=True,
+        env=environment_on(tree),
+        check=False,
+    )
+    marked = [line for line in child.stdout.splitlines() if line.startswith(RESULT_MARK)]
+    if child.returncode != 0 or not marked:
+        raise RuntimeError(f"the run on {tree} failed:\n{child.stderr[-2000:]}")
+    return json.loads(marked[-1][len(RESULT_MARK) :])
+
+
+def child() -> None:
+    """``--child``: one timed part on this process's ``ramem_core``, its result after the mark."""
+    import ramem_core
+
+    request = json.loads(sys.stdin.read())
+    embedder = MiniLMEmbedder()
+    if request["name"] == "bench_ingest":
+        result = bench_ingest(embedder)
+    else:
+        size, queries, k = request["args"]
+        result = bench_recall(size, queries, embedder, k)
+    result["ramem_core"] = str(Path(ramem_core.__file__ or "").parents[1])
+    print(RESULT_MARK + json.dumps(result), flush=True)
+
+
+AB_ROWS = (
+    ("ingest / embedder alone", "ingest", "ingest_over_embedder", ">= 0.9"),
+    ("recall p95 / content-only p95", "recall", "ratio_p95", "<= 1.2 at 100k"),
+    ("recall p50 / content-only p50", "recall", "ratio_p50", ""),
+    ("RaMem recall p95 (ms)", "recall", "ramem_p95_ms", ""),
+    ("content-only recall p95 (ms)", "recall", "content_p95_ms", ""),
+)
+
+
+def report_ab(ab: dict[str, Any]) -> None:
+    """Both trees' ratios side by side (recall rows once per size)."""
+    print(f"\nA/B, one run: this = {ab['this']}, other = {ab['other']}")
+    print(f"{'':<42} {'this':>8} {'other':>8} {'this/other':>10}  target")
+    for name, part, key, target in AB_ROWS:
+        pairs = (
+            [("", ab["ingest"])]
+            if part == "ingest"
+            else [(f" at {r['this']['memories']:,}", r) for r in ab["recall"]]
+        )
+        for suffix, pair in pairs:
+            a, b = float(pair["this"][key]), float(pair["other"][key])
+            print(f"{name + suffix:<42} {a:>8.2f} {b:>8.2f} {a / b:>10.2f}  {target}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
@@ -297,13 +365,21 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--out", default=str(ROOT / "results" / "bench_core.json"))
     parser.add_argument("--skip-locomo", action="store_true")
+    parser.add_argument("--ab", type=Path, help="another checkout, measured beside this one")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child()
+        return
+    ab: dict[str, Any] = {"this": str(ROOT), "other": str(args.ab), "recall": []}
     embedder = MiniLMEmbedder()
     results: dict[str, Any] = {"machine": {"cpus": len(__import__("os").sched_getaffinity(0))}}
 
     print("== ingest (default embedder: all-MiniLM-L6-v2 int8 ONNX)", flush=True)
     ingest = bench_ingest(embedder)
     results["ingest"] = ingest
+    if args.ab:
+        ab["ingest"] = {"this": ingest, "other": in_tree(args.ab, "bench_ingest")}
     print(
         f"{ingest['source']}: {ingest['turns']} turns in {ingest['seconds']:.1f} s -> "
         f"{ingest['ingest_turns_per_s']:.0f} turns/s (anchoring alone "
@@ -323,6 +399,9 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",") if s):
         row = bench_recall(size, args.queries, embedder, args.k)
         results["recall"].append(row)
+        if args.ab:
+            other = in_tree(args.ab, "bench_recall", size, args.queries, args.k)
+            ab["recall"].append({"this": row, "other": other})
         print(
             f"{row['memories']:>9} {row['grounded_share']:>8.0%} {row['ramem_p50_ms']:>10.1f} "
             f"{row['ramem_p95_ms']:>10.1f} {row['content_p50_ms']:>11.1f} "
@@ -344,6 +423,9 @@ def main() -> None:
             for system in ("ramem", "content"):
                 print(f"{system:>8} " + " ".join(f"{locomo[system][c]:>11.3f}" for c in cats))
 
+    if args.ab:
+        results["ab"] = ab
+        report_ab(ab)
     write_result(args.out, results)
 
 

@@ -537,6 +537,13 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver]] = [
     ]
 ]
 
+_ANY = re.compile(
+    "|".join(f"(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', p.pattern)})" for p, _ in _PATTERNS),
+    re.IGNORECASE,
+)
+"""Every pattern of :data:`_PATTERNS` as one (names dropped): a text none of them matches
+(most turns) is read once instead of once per pattern."""
+
 # "may" is also a verb: only take it as a month with a cue ("in May", "May 2023", "May 7").
 _MAY_VERB = re.compile(r"^may$", re.IGNORECASE)
 
@@ -549,6 +556,8 @@ def resolve_all(text: str, ref: datetime) -> list[tuple[int, int, str, Resolved]
     """
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, int, str, Resolved]] = []
+    if _ANY.search(text) is None:
+        return found
     for pattern, resolver in _PATTERNS:
         for m in pattern.finditer(text):
             start, end = m.span()

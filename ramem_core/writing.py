@@ -51,6 +51,8 @@ class Writer:
             raise InvalidInputError(msg)
         matrix = np.zeros((len(units), self.embedder.dimension), dtype=np.float32)
         missing = [i for i in range(len(units)) if vectors is None or vectors[i] is None]
+        # by length, so each chunk's batches are those of one embed call over all of them
+        missing.sort(key=lambda i: len(units[i].content))
         for i, known in enumerate(vectors or ()):
             if known is not None:
                 matrix[i] = known

@@ -10,6 +10,7 @@ updates (:meth:`~MemoryColumns.with_rows`, :meth:`~MemoryColumns.with_session`),
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,12 @@ def _says_when(unit: MemoryUnit) -> bool:
 def _derived(unit: MemoryUnit) -> bool:
     """True for a question or an assistant's reply: not first-hand evidence."""
     return unit.context.kind is not Kind.STATEMENT
+
+
+@functools.lru_cache(maxsize=4096)
+def _speaker(name: str) -> int:
+    """A speaker's name as a number (:func:`~ramem_core.states.state_key`), once per name."""
+    return state_key(name)
 
 
 def _start(span: TimeSpan | None) -> int:
@@ -69,7 +76,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("state_key", np.int64, lambda u, _s: 0 if _derived(u) else state_key(u.context.state)),
     Column("said_at", np.int64, lambda u, _s: _end(u.context.session_span)),
     Column("turn", np.int64, lambda u, _s: u.context.turn_index),
-    Column("speaker", np.int64, lambda u, _s: state_key(u.context.speaker)),
+    Column("speaker", np.int64, lambda u, _s: _speaker(u.context.speaker)),
 )
 """Every per-memory fact a snapshot holds as an array (epoch seconds for times, 0 where
 unknown): the session span (for frame masks), the event time, "says when", "is a question
