@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -785,3 +786,26 @@ def test_recorded_exchanges_leave_the_statements_order_as_it_was(memory: RaMem, 
     stated = [u for u in after if u in set(before)]
     assert stated == before[: len(stated)]  # the statements keep their order
     assert len(stated) == 8 - sum(u not in set(before) for u in after)
+
+
+def test_ingest_hands_the_embedder_its_texts_shortest_first(tmp_path: Path) -> None:
+    """The writer embeds in length order, so its chunks make the batches one embed call over
+    all the texts would (each batch padded to similar lengths: the embedder's own pace)."""
+    calls: list[list[str]] = []
+
+    class Recording(HashEmbedder):
+        def embed(self, texts: Sequence[str]) -> Any:
+            calls.append(list(texts))
+            return super().embed(texts)
+
+    lines = [
+        "Ana: We finally booked the long trip to Lisbon for the whole family in August.",
+        "Ben: Nice!",
+        "Ana: The flights were cheaper than I expected.",
+        "Ben: When do you leave?",
+    ]
+    with RaMem.open(tmp_path, embedder=Recording()) as memory:
+        memory.add_conversation(conversation("c", session("s1", datetime(2024, 5, 1), *lines)))
+    said = [text for call in calls for text in call]
+    assert len(said) == len(lines)
+    assert said == sorted(said, key=len)

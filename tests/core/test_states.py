@@ -229,6 +229,14 @@ def test_another_persons_statement_supersedes_nothing(memory: RaMem) -> None:
     assert next(e for e in found if e.unit.id == mine.id).superseded is None
 
 
+def test_a_near_statement_of_another_person_supersedes_nothing(memory: RaMem) -> None:
+    """Near in words ("I live in ... with my cat"), said later, but by someone else."""
+    mine = memory.add_turn("user", "I live in Lisbon with my cat.", at=JAN)
+    memory.add_turn("Ana", "I live in Porto with my cat.", at=JUNE)
+    found = memory.recall("Where do I live now?", k=2, at=datetime(2024, 7, 1))
+    assert next(e for e in found if e.unit.id == mine.id).superseded is None
+
+
 @pytest.mark.parametrize(
     ("query", "now", "earlier"),
     [
