@@ -537,8 +537,9 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolver]] = [
     ]
 ]
 
+_GROUP_NAME = re.compile(r"\(\?P<\w+>")
 _ANY = re.compile(
-    "|".join(f"(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', p.pattern)})" for p, _ in _PATTERNS),
+    "|".join("(?:" + _GROUP_NAME.sub("(?:", p.pattern) + ")" for p, _ in _PATTERNS),
     re.IGNORECASE,
 )
 """Every pattern of :data:`_PATTERNS` as one (names dropped): a text none of them matches
