@@ -412,24 +412,6 @@ PASSES = (
             " words alone, now_leads, past_leads and labelled with lower bounds above 0"
         ),
     ),
-    Pass(
-        "same-event",
-        lambda c: replace(c, state_same_event=None),
-        (("latest_first@10", None), ("turn@1", "knowledge-update")),
-        elsewhere=(
-            "python benchmarks/bench_states.py: report half of the fixed phrasings, minus"
-            " no-same-event, now_leads and labelled with lower bounds above 0"
-        ),
-    ),
-    Pass(
-        "events-now",
-        lambda c: replace(c, event_now_by_default=False),
-        (("latest_first@10", None), ("turn@1", "knowledge-update")),
-        elsewhere=(
-            "python benchmarks/bench_states.py: report half of the fixed phrasings, minus"
-            " no-events-now, now_leads with a lower bound above 0"
-        ),
-    ),
     Pass("keys", lambda c: replace(c, keys=CONTENT_KEYS), ALL_R10, keys=True),
     Pass("neighbours-key", _keys(neighbours=()), ALL_R10, keys=True),
     Pass("window-key", _keys(window=0), ALL_R10, keys=True),

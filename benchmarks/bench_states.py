@@ -136,17 +136,13 @@ VARIANTS = {
     "ramem": RetrievalConfig(),
     "no-supersession": replace(RetrievalConfig(), supersession=False),
     "words-only": replace(RetrievalConfig(), state_kind_vectors=None),
-    "no-same-event": replace(RetrievalConfig(), state_same_event=None),
-    "no-events-now": replace(RetrievalConfig(), event_now_by_default=False),
     **{
         f"kinds={t}": replace(RetrievalConfig(), state_kind_vectors=t)
         for t in (0.3, 0.35, 0.4, 0.45, 0.5)
     },
 }
-"""The runs: RaMem as configured, without supersession, with the words alone, without the
-same event said again, without reading a question about an event as one about now, with the
-kinds read from vectors at each threshold of the grid (``kinds=``, chosen on the choose
-half)."""
+"""The runs: RaMem as configured, without supersession, with the words alone, with the kinds
+read from vectors at each threshold of the grid (``kinds=``, chosen on the choose half)."""
 
 
 def paired(

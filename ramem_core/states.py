@@ -193,14 +193,6 @@ def values(text: str) -> frozenset[str]:
     return frozenset(m.group(0).lower() for m in _VALUE.finditer(text))
 
 
-_PAST_TENSE = re.compile(r"\b(?:did|was|were)\b", re.IGNORECASE)
-
-
-def asks_past(query: str) -> bool:
-    """True when ``query`` is in the past tense ("When was the party?"): it asks about then."""
-    return _PAST_TENSE.search(query) is not None
-
-
 def asks_earlier(query: str) -> bool:
     """True when ``query`` asks for an earlier value ("previous", "before I moved", "used
     to", "originally"): superseded statements are its evidence and keep their place."""

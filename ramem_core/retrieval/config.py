@@ -77,13 +77,6 @@ class RetrievalConfig:
             vector has this cosine with one of the kind's prototype sentences
             (:mod:`ramem_core.retrieval.kinds`: "two weeks into the new gig at Initech" is about
             a job); ``None``: the words alone. Chosen by ``benchmarks/bench_states.py``.
-        state_same_event: a statement that names no kind of state is an appointment when said
-            after an appointment of its speaker with at least this cosine, both naming a thing
-            the question names ("They pushed the reunion to the 14th");
-            ``None``: never (:func:`~ramem_core.retrieval.kinds.same_event`).
-        event_now_by_default: a present-tense question about an appointment that says no
-            time ("When is the reunion?") reads the latest statement of that event first
-            (:class:`~ramem_core.retrieval.passes.latest_first.LatestFirst`).
         state_candidates: how many of the content ranking's best statements supersession is
             sought among (with the list's own).
         derived_yield: unless the frame asks about the dialogue with the agent
@@ -121,8 +114,6 @@ class RetrievalConfig:
     state_candidates: int = 50
     restate_share: float | None = 0.6
     state_kind_vectors: float | None = 0.3
-    state_same_event: float | None = 0.3
-    event_now_by_default: bool = True
     members: SecondRound | None = field(default_factory=SecondRound)
 
     def __post_init__(self) -> None:

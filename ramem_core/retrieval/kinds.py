@@ -84,7 +84,6 @@ near every other, or a statement about nothing in particular, names no kind)."""
 
 _BIT = {kind: 1 << i for i, kind in enumerate(ALL_KINDS)}
 LASTING_BITS = sum(bit for kind, bit in _BIT.items() if kind != "appointment")
-APPOINTMENT = _BIT["appointment"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +119,9 @@ class KindVectors:
         threshold: the cosine a statement or a question needs with a kind's prototype.
     """
 
-    def __init__(
-        self, embedder: Embedder, threshold: float, same_event: float | None = None
-    ) -> None:
+    def __init__(self, embedder: Embedder, threshold: float) -> None:
         self.embedder = embedder
         self.threshold = threshold
-        self.same_event = same_event
         self._vectors: npt.NDArray[np.float32] | None = None
         self._neutral: npt.NDArray[np.float32] | None = None
         self._bits: npt.NDArray[np.int64] = np.array(
@@ -173,41 +169,4 @@ class KindVectors:
         bits[at] |= found
         lasting = words.lasting.copy()
         lasting[at] |= lasts
-        if self.same_event is not None:
-            same_event(snap, at, bits, self.same_event, set(snap.index.tokenize(query)))
         return Kinds(bits, lasting, asked)
-
-
-def same_event(
-    snap: Snapshot,
-    rows: npt.NDArray[np.int64],
-    bits: npt.NDArray[np.int64],
-    threshold: float,
-    asked: set[str],
-) -> None:
-    """A statement among ``rows`` that names no kind of state speaks of an appointment when
-    it is said after an appointment of its speaker whose vector's cosine with its own is at
-    least ``threshold`` and both name a thing the question names (``asked``, its terms): the
-    same event said again ("They pushed the reunion to August 3rd" after "Our family reunion
-    is on July 20th", asked "When is the reunion?"). ``bits`` is updated in place."""
-    assert snap.vectors is not None
-    if len(rows) < 2 or not asked:
-        return
-    source = (bits[rows] & APPOINTMENT) != 0
-    blank = bits[rows] == 0
-    if not source.any() or not blank.any():
-        return
-    columns = snap.columns
-    speaker = np.asarray(columns["speaker"][rows], dtype=np.int64)
-    said_at = np.asarray(columns["said_at"][rows], dtype=np.int64)
-    said = said_at * 100_000 + np.asarray(columns["turn"][rows], dtype=np.int64)
-    near = snap.vectors[rows] @ snap.vectors[rows].T >= threshold
-    later = (said[:, None] > said[None, :]) & (speaker[:, None] == speaker[None, :])
-    counts = snap.index.own_counts
-    named = [bool(asked & counts[int(r)].keys()) for r in rows]
-    found = near & later & source[None, :] & blank[:, None] & np.array(named)[None, :]
-    for i in np.flatnonzero(found.any(axis=1) & np.array(named)).tolist():
-        row = int(rows[i])
-        sources = [int(rows[j]) for j in np.flatnonzero(found[i])]
-        if any(asked & counts[row].keys() & counts[j].keys() for j in sources):
-            bits[row] |= APPOINTMENT
