@@ -125,6 +125,22 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
 
+BLOCKS = 4
+
+
+def block_ratios(ramem_ms: list[float], content_ms: list[float]) -> dict[str, float]:
+    """The p95 ratio in each of :data:`BLOCKS` consecutive blocks of the interleaved
+    questions: its median and range. One stall of either system moves the pooled p95 ratio
+    by a tenth or more; the blocks show how far the ratio itself moves within one run."""
+    size = len(ramem_ms) // BLOCKS
+    ratios = [
+        percentile(ramem_ms[b * size : (b + 1) * size], 95)
+        / percentile(content_ms[b * size : (b + 1) * size], 95)
+        for b in range(BLOCKS)
+    ]
+    return {"median": statistics.median(ratios), "low": min(ratios), "high": max(ratios)}
+
+
 # ------------------------------------------------------------------ ingest
 
 
@@ -251,6 +267,7 @@ def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> d
         "chroma_p95_ms": percentile(chroma_ms, 95),
         "ratio_p50": statistics.median(ramem_ms) / statistics.median(content_ms),
         "ratio_p95": percentile(ramem_ms, 95) / percentile(content_ms, 95),
+        "ratio_p95_blocks": block_ratios(ramem_ms, content_ms),
         "spinning_p50_ms": percentile(spin_ms, 50),
         "spinning_p95_ms": percentile(spin_ms, 95),
         "quiet_p50_ms": percentile(quiet_ms, 50),
@@ -337,16 +354,24 @@ def child() -> None:
 AB_ROWS = (
     ("ingest / embedder alone", "ingest", "ingest_over_embedder", ">= 0.9"),
     ("recall p95 / content-only p95", "recall", "ratio_p95", "<= 1.2 at 100k"),
+    ("recall p95 ratio, median of 4 blocks", "recall", ("ratio_p95_blocks", "median"), ""),
     ("recall p50 / content-only p50", "recall", "ratio_p50", ""),
     ("RaMem recall p95 (ms)", "recall", "ramem_p95_ms", ""),
     ("content-only recall p95 (ms)", "recall", "content_p95_ms", ""),
 )
 
 
+def _value(row: dict[str, Any], key: str | tuple[str, ...]) -> float:
+    out: Any = row
+    for part in (key,) if isinstance(key, str) else key:
+        out = out[part]
+    return float(out)
+
+
 def report_ab(ab: dict[str, Any]) -> None:
     """Both trees' ratios side by side (recall rows once per size)."""
     print(f"\nA/B, one run: this = {ab['this']}, other = {ab['other']}")
-    print(f"{'':<42} {'this':>8} {'other':>8} {'this/other':>10}  target")
+    print(f"{'':<52} {'this':>8} {'other':>8} {'this/other':>10}  target")
     for name, part, key, target in AB_ROWS:
         pairs = (
             [("", ab["ingest"])]
@@ -354,8 +379,8 @@ def report_ab(ab: dict[str, Any]) -> None:
             else [(f" at {r['this']['memories']:,}", r) for r in ab["recall"]]
         )
         for suffix, pair in pairs:
-            a, b = float(pair["this"][key]), float(pair["other"][key])
-            print(f"{name + suffix:<42} {a:>8.2f} {b:>8.2f} {a / b:>10.2f}  {target}")
+            a, b = _value(pair["this"], key), _value(pair["other"], key)
+            print(f"{name + suffix:<52} {a:>8.2f} {b:>8.2f} {a / b:>10.2f}  {target}")
 
 
 def main() -> None:
@@ -408,6 +433,12 @@ def main() -> None:
             f"{row['content_p95_ms']:>11.1f} {row['ratio_p95']:>9.2f} "
             f"{row['chroma_p95_ms']:>10.1f} {row['snapshot_s']:>10.1f} {row['peak_rss_mb']:>8.0f} "
             f"{row['spinning_p95_ms']:>8.1f} {row['quiet_p95_ms']:>11.1f}",
+            flush=True,
+        )
+        blocks = row["ratio_p95_blocks"]
+        print(
+            f"{'':>9} p95 ratio in {BLOCKS} blocks of the same questions: median "
+            f"{blocks['median']:.2f} ({blocks['low']:.2f}-{blocks['high']:.2f})",
             flush=True,
         )
 
