@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,49 @@ def environment_on(tree: Path) -> dict[str, str]:
 
     paths = [str(tree), os.environ.get("PYTHONPATH", "")]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+RESULT_MARK = "@@ab-result "
+"""The line prefix a child process of :func:`spawn` prints its JSON result after."""
+
+
+def spawn(script: str | Path, tree: Path, name: str, args: list[Any]) -> subprocess.Popen[str]:
+    """``script`` run with ``--child`` in a fresh process on ``tree`` (its ``ramem_core``
+    first on ``PYTHONPATH``), asked on stdin to call its function ``name(*args)``
+    (:func:`serve_child`)."""
+    child = subprocess.Popen(
+        [sys.executable, str(script), "--child"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=environment_on(tree),
+    )
+    assert child.stdin is not None
+    child.stdin.write(json.dumps({"name": name, "args": args}))
+    child.stdin.close()
+    return child
+
+
+def result_of(child: subprocess.Popen[str]) -> Any:
+    """What a child of :func:`spawn` returned (its other output is passed on)."""
+    assert child.stdout is not None
+    out = None
+    for line in child.stdout:
+        if line.startswith(RESULT_MARK):
+            out = json.loads(line[len(RESULT_MARK) :])
+        else:
+            print(line, end="", flush=True)
+    if child.wait() != 0 or out is None:
+        raise RuntimeError(f"a child process failed (exit {child.returncode})")
+    return out
+
+
+def serve_child(functions: Mapping[str, Callable[..., Any]]) -> None:
+    """A child's side of :func:`spawn`: call the function named on stdin and print its result
+    after :data:`RESULT_MARK`."""
+    request = json.loads(sys.stdin.read())
+    result = functions[request["name"]](*request["args"])
+    print(RESULT_MARK + json.dumps(result), flush=True)
 
 
 def _percentile(values: list[float], q: float) -> float:

@@ -24,16 +24,16 @@ import json
 import random
 import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from ab_recall import result_of, serve_child, spawn
 
 from ramem_core import (
     ChromaStore,
@@ -314,41 +314,25 @@ def bench_locomo(embedder: MiniLMEmbedder, k: int) -> dict[str, Any] | None:
 # ------------------------------------------------------------------ main
 
 
-RESULT_MARK = "@@bench-core-result "
-
-
 def in_tree(tree: Path, name: str, *args: Any) -> Any:
-    """``bench_ingest`` or ``bench_recall`` (``name``) with ``args`` in a fresh process whose
+    """:data:`CHILD_PARTS`' ``name`` called with ``args`` in a fresh process whose
     ``ramem_core`` is ``tree``'s."""
-    from ab_recall import environment_on
-
-    child = subprocess.run(
-        [sys.executable, __file__, "--child"],
-        input=json.dumps({"name": name, "args": list(args)}),
-        capture_output=True,
-        text=True,
-        env=environment_on(tree),
-        check=False,
-    )
-    marked = [line for line in child.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if child.returncode != 0 or not marked:
-        raise RuntimeError(f"the run on {tree} failed:\n{child.stderr[-2000:]}")
-    return json.loads(marked[-1][len(RESULT_MARK) :])
+    return result_of(spawn(__file__, tree, name, list(args)))
 
 
-def child() -> None:
-    """``--child``: one timed part on this process's ``ramem_core``, its result after the mark."""
+def _on_this_tree(result: dict[str, Any]) -> dict[str, Any]:
     import ramem_core
 
-    request = json.loads(sys.stdin.read())
-    embedder = MiniLMEmbedder()
-    if request["name"] == "bench_ingest":
-        result = bench_ingest(embedder)
-    else:
-        size, queries, k = request["args"]
-        result = bench_recall(size, queries, embedder, k)
-    result["ramem_core"] = str(Path(ramem_core.__file__ or "").parents[1])
-    print(RESULT_MARK + json.dumps(result), flush=True)
+    return {**result, "ramem_core": str(Path(ramem_core.__file__ or "").parents[1])}
+
+
+CHILD_PARTS: dict[str, Callable[..., dict[str, Any]]] = {
+    "bench_ingest": lambda: _on_this_tree(bench_ingest(MiniLMEmbedder())),
+    "bench_recall": lambda size, queries, k: _on_this_tree(
+        bench_recall(size, queries, MiniLMEmbedder(), k)
+    ),
+}
+"""The timed parts a ``--child`` process runs (each reports which ``ramem_core`` it ran)."""
 
 
 AB_ROWS = (
@@ -394,7 +378,7 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child()
+        serve_child(CHILD_PARTS)
         return
     ab: dict[str, Any] = {"this": str(ROOT), "other": str(args.ab), "recall": []}
     embedder = MiniLMEmbedder()

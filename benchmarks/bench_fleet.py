@@ -34,7 +34,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +41,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ab_recall import environment_on
+from ab_recall import result_of, serve_child, spawn
 from bench_core import percentile, write_result
 from bench_live import rss_mb
 
@@ -62,7 +61,6 @@ CACHE = ROOT / "benchmarks" / "results" / ".fleet-vectors.sqlite"
 
 def _questions() -> list[list[str]]:
     """Each dev conversation's questions."""
-    import json
 
     samples = json.loads(DATA.read_text(encoding="utf-8"))
     return [[qa["question"] for qa in s.get("qa", [])] for s in samples]
@@ -142,55 +140,15 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-RESULT_MARK = "@@bench-fleet-result "
-
-
-def _spawn(tree: Path, name: str, args: list[Any]) -> subprocess.Popen[str]:
-    """This script as a child process on ``tree`` (its ``ramem_core`` first on
-    ``PYTHONPATH``, ahead of the installed checkout), calling ``name(*args)``."""
-    child = subprocess.Popen(
-        [sys.executable, __file__, "--child"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=environment_on(tree),
-    )
-    assert child.stdin is not None
-    child.stdin.write(json.dumps({"name": name, "args": args}))
-    child.stdin.close()
-    return child
-
-
-def _result(child: subprocess.Popen[str]) -> Any:
-    """What a child returned (its other output is passed on)."""
-    assert child.stdout is not None
-    out = None
-    for line in child.stdout:
-        if line.startswith(RESULT_MARK):
-            out = json.loads(line[len(RESULT_MARK) :])
-        else:
-            print(line, end="", flush=True)
-    if child.wait() != 0 or out is None:
-        raise RuntimeError(f"a child process failed (exit {child.returncode})")
-    return out
-
-
-def child() -> None:
-    """``--child``: call the function named on stdin, print its result after the mark."""
-    request = json.loads(sys.stdin.read())
-    result = globals()[request["name"]](*request["args"])
-    print(RESULT_MARK + json.dumps(result), flush=True)
-
-
 def run_workers(tasks: list[dict[str, Any]], tree: Path = ROOT) -> list[dict[str, Any]]:
     """Run ``tasks`` in as many fresh processes at once, on ``tree``; results in order."""
-    children = [_spawn(tree, "worker", [task]) for task in tasks]
-    return [_result(c) for c in children]
+    children = [spawn(__file__, tree, "worker", [task]) for task in tasks]
+    return [result_of(c) for c in children]
 
 
 def in_tree(tree: Path, name: str, *args: Any) -> Any:
     """This module's function ``name`` called with ``args`` in a fresh process on ``tree``."""
-    return _result(_spawn(tree, name, list(args)))
+    return result_of(spawn(__file__, tree, name, list(args)))
 
 
 # ------------------------------------------------------------------ phases
@@ -444,7 +402,7 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child()
+        serve_child(globals())
         return
     if not DATA.exists():
         print(f"skipped: {DATA} not found")
