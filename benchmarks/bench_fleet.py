@@ -23,8 +23,11 @@ once), then measures, side by side on this machine:
 Prints a table and writes ``results/bench_fleet.json``; stops its server.
 
 With ``--ab TREE`` (another checkout, e.g. ``git worktree add /tmp/base <commit>``) every
-timed phase runs for both checkouts on the same server and data, in turn, each in processes
-that import that checkout's ``ramem_core``; the table gives both and their ratios.
+phase runs for both checkouts on the same data, in turn, each in processes that import that
+checkout's ``ramem_core`` and on a server of its own, holding what that checkout stored (how
+a collection is made changes what reading it costs); the table gives both and their ratios.
+The floor of ``add_turn`` (one bare upsert) writes to collections configured as that
+checkout configures its own.
 """
 
 from __future__ import annotations
@@ -154,8 +157,8 @@ def in_tree(tree: Path, name: str, *args: Any) -> Any:
 # ------------------------------------------------------------------ phases
 
 
-def timed_ingest(port: int, users: int, prefix: str) -> dict[str, Any]:
-    """Store the first ``users`` users (namespaces ``{prefix}user-N``) with the real
+def timed_ingest(port: int, users: int) -> dict[str, Any]:
+    """Store the first ``users`` users (namespaces ``user-N``) with the real
     embedder, timed against the embedder alone on the same texts."""
     conversations = load_conversations(DATA)
     real = MiniLMEmbedder()
@@ -169,7 +172,7 @@ def timed_ingest(port: int, users: int, prefix: str) -> dict[str, Any]:
             real.embed(texts)
             embed_s += time.perf_counter() - t
             t = time.perf_counter()
-            report = memory.add_conversation(conversation, namespace=f"{prefix}user-{user}")
+            report = memory.add_conversation(conversation, namespace=f"user-{user}")
             ingest_s += time.perf_counter() - t
             texts_total += report.turns
     return {
@@ -179,10 +182,11 @@ def timed_ingest(port: int, users: int, prefix: str) -> dict[str, Any]:
     }
 
 
-def ingest(port: int, users: int, conversations: list[Any]) -> dict[str, Any]:
-    """Store every user (the first few timed by :func:`timed_ingest`, on this checkout)."""
+def ingest(port: int, users: int) -> dict[str, Any]:
+    """Store every user (the first few timed by :func:`timed_ingest`)."""
+    conversations = load_conversations(DATA)
     timed = min(3, users)
-    result = timed_ingest(port, timed, "")
+    result = timed_ingest(port, timed)
     cached = CachedEmbedder(MiniLMEmbedder(), CACHE)
     with RaMem.open(host="127.0.0.1", port=port, embedder=cached) as memory:
         start = time.perf_counter()
@@ -216,8 +220,16 @@ def live_turns(port: int, turns: int) -> dict[str, Any]:
             store = memory.store
             assert isinstance(store, ChromaStore)
             client = store.client
-            empty = client.get_or_create_collection("bench-empty", embedding_function=None)
-            copy = client.get_or_create_collection("bench-copy", embedding_function=None)
+            # the floor's collections are configured as this checkout makes its own (how
+            # often the index is stored changes what an upsert costs)
+            made = store.collection(ns).metadata or {}
+            hnsw = {k: v for k, v in made.items() if k.startswith("hnsw:")}
+            empty = client.get_or_create_collection(
+                "bench-empty", embedding_function=None, metadata=hnsw or None
+            )
+            copy = client.get_or_create_collection(
+                "bench-copy", embedding_function=None, metadata=hnsw or None
+            )
             copy.upsert(
                 ids=[u.id for u in units],
                 documents=[u.content for u in units],
@@ -356,35 +368,24 @@ def read_phases(
     }
 
 
-INGEST_FIELDS = ("ingest_turns_per_s", "embedder_turns_per_s", "ingest_over_embedder")
-
-
-def measure(
-    port: int,
-    args: argparse.Namespace,
-    conversations: list[Any],
-    questions: list[list[str]],
-    workdir: Path,
-) -> dict[str, Any]:
-    """Every measurement of the table, against the server on ``port``; with ``args.ab``,
-    each timed phase for both checkouts, in turn."""
+def measure(args: argparse.Namespace, questions: list[list[str]], workdir: Path) -> dict[str, Any]:
+    """Every measurement of the table, on a ``chroma run`` server; with ``args.ab``, every
+    phase for both checkouts, in turn, each on a server of its own."""
     result: dict[str, Any] = {"users": args.users, "workers": args.workers, "cpus": os.cpu_count()}
-    print(f"ingest: {args.users} users through chroma run on port {port}", flush=True)
-    result["ingest"] = ingest(port, args.users, conversations)
-    print(f"  {result['ingest']}", flush=True)
     trees = {"this": ROOT, **({"other": args.ab.resolve()} if args.ab else {})}
     per: dict[str, dict[str, Any]] = {name: {} for name in trees}
-    per["this"]["ingest"] = {k: result["ingest"][k] for k in INGEST_FIELDS}
-    if args.ab:
-        print(f"ingest, timed, on {args.ab}", flush=True)
-        per["other"]["ingest"] = in_tree(args.ab, "timed_ingest", port, min(3, args.users), "b-")
     for name, tree in trees.items():
-        per[name].update(read_phases(port, args, questions, workdir / name, tree))
-    for name, tree in trees.items():
-        print(f"add_turn ({tree})", flush=True)
-        per[name]["add_turn"] = in_tree(tree, "live_turns", port, args.turns)
-    result.update({k: v for k, v in per["this"].items() if k != "ingest"})
-    result["add_turn"] = per["this"]["add_turn"]
+        # each checkout reads what it wrote, on a server of its own: how a collection is
+        # made (its index settings) changes what reading it costs
+        (workdir / name).mkdir(parents=True)
+        with serve_chroma(workdir / name / "db") as port:
+            print(f"ingest: {args.users} users through chroma run on port {port} ({tree})")
+            per[name]["ingest"] = in_tree(tree, "ingest", port, args.users)
+            print(f"  {per[name]['ingest']}", flush=True)
+            per[name].update(read_phases(port, args, questions, workdir / name, tree))
+            print(f"add_turn ({tree})", flush=True)
+            per[name]["add_turn"] = in_tree(tree, "live_turns", port, args.turns)
+    result.update(per["this"])
     if args.ab:
         result["ab"] = {"this": str(ROOT), "other": str(args.ab), "trees": per}
     return result
@@ -407,12 +408,10 @@ def main() -> None:
     if not DATA.exists():
         print(f"skipped: {DATA} not found")
         return
-    conversations = load_conversations(DATA)
     questions = _questions()
     workdir = Path(tempfile.mkdtemp(prefix="ramem-fleet-"))
     try:
-        with serve_chroma(workdir / "db") as port:
-            result = measure(port, args, conversations, questions, workdir)
+        result = measure(args, questions, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     report(result)

@@ -51,6 +51,12 @@ its next write."""
 DEFAULT_TIMEOUT = (5.0, 60.0)
 """Seconds to connect to a Chroma server and to wait for each reply (a read of 100k memories
 is many replies): a stalled server becomes a :class:`StoreError` instead of a hang."""
+SYNC_THRESHOLD = 50
+"""Records a collection's HNSW index takes in before Chroma writes it to disk (Chroma's own
+default: 1000). Records not yet written live only in Chroma's log, which every process's first
+touch of the collection replays and every write reads again: at 1000, a user of 600 memories
+cost 40-80 ms on first touch and 30 ms per single upsert. Chosen by
+``benchmarks/bench_sync.py`` (first touch, add_turn and ingest per threshold)."""
 _SHARED_CLIENTS: dict[tuple[Any, ...], Any] = {}
 """The Chroma HTTP clients of this process, one per server, headers, tenant, database and
 timeout (:meth:`ChromaStore.http`), closed when the process exits."""
@@ -135,6 +141,23 @@ def _ramem_function_class() -> Any:
     register_embedding_function(RaMemEmbeddingFunction)  # type: ignore[no-untyped-call]
     _FUNCTION_CLASS = RaMemEmbeddingFunction
     return _FUNCTION_CLASS
+
+
+def _sync_often(collection: Collection) -> None:
+    """Move a collection made before :data:`SYNC_THRESHOLD` (or by another client) to it: one
+    call, once per collection; its next write then stores the index. A server that refuses
+    keeps the collection as it is (it works, only its first touch is slower)."""
+    hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
+    if hnsw.get("sync_threshold", SYNC_THRESHOLD) == SYNC_THRESHOLD:
+        return
+    try:
+        collection.modify(
+            configuration={
+                "hnsw": {"sync_threshold": SYNC_THRESHOLD, "batch_size": min(SYNC_THRESHOLD, 100)}
+            }
+        )
+    except Exception as exc:  # an older server: keep its setting
+        log.info("keeping collection %s's sync threshold: %s", collection.name, exc)
 
 
 class _DirectoryLock:
@@ -339,6 +362,7 @@ class ChromaStore:
         self.closed = False
         self._directory_lock: str | None = None
         self._collections: OrderedDict[str, Collection] = OrderedDict()
+        self._synced: set[str] = set()  # namespaces whose collection has SYNC_THRESHOLD
         # freshness: each store instance is one writer with a sequence number per namespace
         self.writer = uuid.uuid4().hex
         self._sequences: dict[str, int] = {}
@@ -536,6 +560,9 @@ class ChromaStore:
         cached = self._collections.get(namespace)
         if cached is not None:
             self._collections.move_to_end(namespace)
+            if create and namespace not in self._synced:
+                _sync_often(cached)
+                self._synced.add(namespace)
             return cached
         name = self._name(namespace)
         from chromadb.errors import NotFoundError
@@ -547,6 +574,8 @@ class ChromaStore:
                     embedding_function=_embedding_function(self.embedder),
                     metadata={
                         "hnsw:space": "cosine",
+                        "hnsw:sync_threshold": SYNC_THRESHOLD,
+                        "hnsw:batch_size": min(SYNC_THRESHOLD, 100),
                         "ramem_embedder": self.embedder.name,
                         "ramem_dimension": self.embedder.dimension,
                     },
@@ -572,9 +601,13 @@ class ChromaStore:
                 "open it with the same embedder or use another namespace"
             )
             raise StoreError(msg)
+        if create:  # a write's collection: moved to SYNC_THRESHOLD if made before it
+            _sync_often(collection)
+            self._synced.add(namespace)
         self._collections[namespace] = collection
         while len(self._collections) > _OPEN_COLLECTIONS:  # handles hold file descriptors
-            self._collections.popitem(last=False)
+            evicted, _ = self._collections.popitem(last=False)
+            self._synced.discard(evicted)
         return collection
 
     def _existing(self, namespace: str) -> Collection | None:

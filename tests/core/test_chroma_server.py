@@ -82,6 +82,33 @@ def test_ingest_and_recall_through_a_chroma_server(chroma_server: int) -> None:
     other.close()
 
 
+def test_a_server_collection_takes_the_sync_threshold_made_or_older(
+    chroma_server: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through a server too, RaMem's collections store their index every SYNC_THRESHOLD
+    records, and one made before takes the setting at its next write."""
+    from ramem_core.store import chroma
+
+    def threshold(memory: RaMem) -> object:
+        store = memory.store
+        assert isinstance(store, ChromaStore)
+        hnsw = store.collection("sync-test", create=False).configuration.get("hnsw") or {}
+        return hnsw.get("sync_threshold")
+
+    with monkeypatch.context() as older:
+        older.setattr(chroma, "SYNC_THRESHOLD", 1000)
+        memory = _client(chroma_server, "sync-test")
+        memory.add_turn("Ana", "I bought a red bicycle.", at=datetime(2024, 3, 1))
+        assert threshold(memory) == 1000
+        memory.close()
+    memory = _client(chroma_server, "sync-test")
+    memory.add_turn("Ana", "I sold the bicycle.", at=datetime(2024, 4, 1))
+    assert threshold(memory) == chroma.SYNC_THRESHOLD
+    assert memory.count() == 2
+    memory.drop()
+    memory.close()
+
+
 @pytest.mark.slow
 def test_two_workers_on_a_server_lose_nothing_and_see_deletes(chroma_server: int) -> None:
     def worker() -> RaMem:

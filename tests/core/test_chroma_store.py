@@ -8,6 +8,7 @@ import os
 import weakref
 from datetime import datetime
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -55,6 +56,52 @@ def test_collection_handles_are_bounded(
         memory.add_turn("Ana", f"note {i}", at=datetime(2024, 3, 1), namespace=f"n{i}")
     assert list(store._collections) == ["n2", "n3", "n4"]
     assert memory.count(namespace="n0") == 1  # an evicted handle is opened again
+
+
+def _sync_threshold(store: ChromaStore, namespace: str) -> object:
+    hnsw = store.collection(namespace, create=False).configuration.get("hnsw") or {}
+    return hnsw.get("sync_threshold")
+
+
+def test_a_namespace_stores_its_index_every_sync_threshold_records(store: ChromaStore) -> None:
+    """Records an index has not stored are replayed from Chroma's log by every process's
+    first touch and read again by every write: RaMem's collections store theirs far more
+    often than Chroma's default of 1000."""
+    memory = RaMem(store, counter=WordCounter())
+    memory.add_turn("Ana", "I bought a red bicycle.", at=datetime(2024, 3, 1), namespace="n")
+    assert chroma.SYNC_THRESHOLD < 1000
+    assert _sync_threshold(store, "n") == chroma.SYNC_THRESHOLD
+
+
+def test_an_older_collection_takes_the_sync_threshold_at_its_next_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as older:  # a collection made by an earlier RaMem
+        older.setattr(chroma, "SYNC_THRESHOLD", 1000)
+        with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as memory:
+            memory.add_turn("Ana", "I bought a red bicycle.", at=datetime(2024, 3, 1))
+            assert _sync_threshold(memory.store, "default") == 1000  # type: ignore[arg-type]
+    with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as memory:
+        assert memory.recall("bicycle")  # a read changes nothing
+        assert _sync_threshold(memory.store, "default") == 1000  # type: ignore[arg-type]
+        memory.add_turn("Ana", "I sold the bicycle.", at=datetime(2024, 4, 1))
+        assert _sync_threshold(memory.store, "default") == chroma.SYNC_THRESHOLD  # type: ignore[arg-type]
+        assert memory.count() == 2
+
+
+def test_a_server_that_refuses_the_sync_threshold_keeps_the_collection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Refusing:
+        name = "ramem_n"
+        configuration: ClassVar[dict[str, object]] = {"hnsw": {"sync_threshold": 1000}}
+
+        def modify(self, **_: object) -> None:
+            raise ValueError("unknown configuration key")
+
+    with caplog.at_level("INFO", logger="ramem_core.store.chroma"):
+        chroma._sync_often(Refusing())  # type: ignore[arg-type]
+    assert "unknown configuration key" in caplog.text
 
 
 def test_too_many_open_files_is_a_store_error(
