@@ -229,7 +229,8 @@ class LiveSessions:
             where = place(held, turn, gap=self.session_gap, new_session=new_session, ended=ended)
             units = placed(drafts, turn, where)
             try:
-                self.snapshots.write(namespace, units, vectors, new_ids=True)  # all or nothing
+                # all or nothing; the fresh read above stands for the others' writes
+                self.snapshots.write(namespace, units, vectors, new_ids=True, read_before=True)
             except UncertainWriteError as exc:
                 raise UncertainWriteError(
                     str(exc), ids=exc.ids, idempotency_key=turn.key

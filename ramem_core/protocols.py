@@ -191,6 +191,11 @@ class Store(Protocol):
         """The namespace's write version."""
         ...
 
+    def written(self, namespace: str) -> int:
+        """This writer's number in :meth:`version` as its own last write there left it (0
+        before any), known without asking the backend."""
+        ...
+
     def identity(self, namespace: str) -> str:
         """What tells this namespace from any other, past or present, of any store (a Chroma
         collection's id; ``""`` for a namespace that does not exist): a snapshot file is

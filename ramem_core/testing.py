@@ -221,6 +221,11 @@ class InMemoryStore:
         with self._lock:
             return frozenset(self.versions.get(namespace, {}).items())
 
+    def written(self, namespace: str) -> int:
+        """This writer's number in ``namespace`` (0 before its first write there)."""
+        with self._lock:
+            return self.versions.get(namespace, {}).get(self.writer, 0)
+
     def identity(self, namespace: str) -> str:
         """The namespace's id, made when it was created (``""`` for none)."""
         self._open()

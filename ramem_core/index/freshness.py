@@ -238,21 +238,32 @@ class Freshness:
         vectors: npt.NDArray[np.float32],
         *,
         new_ids: bool = False,
+        read_before: bool = False,
     ) -> int:
         """Store ``units`` with their ``vectors``, then fold them into the cached snapshot;
         returns how many were new (see :meth:`Store.upsert`). A failed write drops the
-        cached snapshot: the store may hold some of it, and the next read reloads."""
+        cached snapshot: the store may hold some of it, and the next read reloads.
+
+        ``read_before``: the caller read the namespace fresh, under the write lock, just
+        before (a live turn), so the other writers' part of the version read then stands for
+        this write's and is not read again. A foreign write in the milliseconds between is
+        seen as any other foreign write: by the next fresh read, or after ``refresh_seconds``.
+        """
         try:
             new = self.store.upsert(namespace, units, vectors, new_ids=new_ids)
         except BaseException:
             self.invalidate(namespace)
             raise
         if units:
-            self._absorb(namespace, units, vectors)
+            self._absorb(namespace, units, vectors, read_before)
         return new
 
     def _absorb(
-        self, namespace: str, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]
+        self,
+        namespace: str,
+        units: Sequence[MemoryUnit],
+        vectors: npt.NDArray[np.float32],
+        read_before: bool,
     ) -> None:
         """Fold what this cache just wrote into the cached snapshot, if that snapshot holds
         every earlier write (else drop it: the next read reloads).
@@ -261,18 +272,18 @@ class Freshness:
         sessions they touch (:meth:`Snapshot.updated`); other changes rebuild the in-memory
         index from the snapshot's units (never a reload from the store)."""
         writer = self.store.writer
-        version = self.store.version(namespace)
+        own = self.store.written(namespace)  # this write's number: no round trip
+        stored = None if read_before else self.store.version(namespace)
         with self._lock:
-            self._written[namespace] = max(self._written.get(namespace, 0), _own(version, writer))
+            self._written[namespace] = max(self._written.get(namespace, 0), own)
             cached = self._snapshots.get(namespace)
         if cached is None:
             return
-        if (
-            _others(version, writer) != _others(cached.version, writer)
-            or _own(cached.version, writer) != _own(version, writer) - 1
-        ):
+        others = _others(cached.version if stored is None else stored, writer)
+        if others != _others(cached.version, writer) or _own(cached.version, writer) != own - 1:
             self.invalidate(namespace)  # it misses a write (another's, or a lost one of ours)
             return
+        version = others | {(writer, own)}
         snap = cached.snap
         changed = {u.id: u for u in units}
         fresh = dict(zip((u.id for u in units), vectors, strict=True))

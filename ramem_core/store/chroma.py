@@ -648,6 +648,11 @@ class ChromaStore:
                 if m is not None
             )
 
+    def written(self, namespace: str) -> int:
+        """This writer's sequence number in ``namespace`` after its last write there (0
+        before any): what its version record there says."""
+        return self._sequences.get(namespace, 0)
+
     def identity(self, namespace: str) -> str:
         """The id of the namespace's Chroma collection (``""`` for none): a collection made
         again after a drop, or another tenant's, has another."""

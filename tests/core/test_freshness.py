@@ -408,3 +408,27 @@ def test_a_foreign_write_is_not_hidden_by_this_workers_own_write(tmp_path: Path)
     theirs.add_turn("user", "I adopted a zebra.", at=datetime(2023, 9, 1, 10, 1))
     mine.add_turn("user", "And coffee.", at=datetime(2023, 9, 1, 10, 2))
     assert "user: I adopted a zebra." in {e.unit.content for e in mine.recall("zebra", k=3)}
+
+
+def test_a_foreign_write_is_not_hidden_by_this_workers_bulk_write(tmp_path: Path) -> None:
+    # a bulk write reads no version before it: the version read after it tells
+    mine, theirs = _worker(tmp_path / "db", refresh=3600), _worker(tmp_path / "db")
+    mine.add_turn("user", "I like tea.", at=datetime(2023, 9, 1, 10, 0))
+    mine.recall("tea", k=3)  # cached
+    theirs.add_turn("user", "I adopted a zebra.", at=datetime(2023, 9, 1, 10, 1))
+    mine.add_conversation(two_trips())
+    assert "user: I adopted a zebra." in {e.unit.content for e in mine.recall("zebra", k=3)}
+
+
+def test_a_live_turn_reads_the_version_once(tmp_path: Path) -> None:
+    """The fresh read that places a turn stands for the version after it: one round trip
+    for the version per turn, not two."""
+    mine = _worker(tmp_path / "db", refresh=3600)
+    mine.add_turn("user", "I like tea.", at=datetime(2023, 9, 1, 10, 0))
+    mine.recall("tea", k=3)
+    with mock.patch.object(
+        ChromaStore, "version", autospec=True, side_effect=ChromaStore.version
+    ) as version:
+        mine.add_turn("user", "And coffee.", at=datetime(2023, 9, 1, 10, 2))
+    assert version.call_count == 1
+    assert len(mine.snapshots.get("default")) == 2  # folded in, not dropped
