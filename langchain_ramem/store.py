@@ -652,22 +652,25 @@ class RaMemStore(BaseStore):
 
     def _refresh(self, records: Sequence[Mapping[str, Any]], now: Callable[[], datetime]) -> None:
         """Move the expiry of items just read to ``ttl`` minutes from now, in every piece (a
-        recall may meet any piece), keeping each piece's episode and text."""
-        for seen in records:
-            expires = _expiry(now(), seen["ttl"])
-            if expires <= datetime.fromisoformat(seen["expires"]):
-                continue
-            namespace, tenant = tuple(seen["ns"]), self._tenant(tuple(seen["ns"]))
-            with self._lock:
+        recall may meet any piece), keeping each piece's episode, text and vector: one write
+        per tenant for all the items of one read."""
+        with self._lock:
+            rewrites: dict[str, list[MemoryUnit]] = {}
+            for seen in records:
+                expires = _expiry(now(), seen["ttl"])
+                if expires <= datetime.fromisoformat(seen["expires"]):
+                    continue
+                namespace, tenant = tuple(seen["ns"]), self._tenant(tuple(seen["ns"]))
                 first = self.memory_of(namespace, seen["key"])
                 if first is None or _record(first) != seen:  # put or deleted since: leave it
                     continue
                 payload = json.dumps({**seen, "expires": expires.isoformat()}, ensure_ascii=False)
                 found = (self.memory.transfer.get(i, namespace=tenant) for i in piece_ids(first))
-                pieces = [unit for unit in found if unit is not None]
-                self.memory.add_units(
-                    [replace(unit, payload=payload) for unit in pieces], namespace=tenant
+                rewrites.setdefault(tenant, []).extend(
+                    replace(unit, payload=payload) for unit in found if unit is not None
                 )
+            for tenant, units in rewrites.items():
+                self.memory.transfer.rewrite(units, namespace=tenant)
 
     def _text(self, value: Mapping[str, Any], index: Any) -> str:
         """The text a value is found by: its ``fields`` (or the put's own ``index`` paths)."""

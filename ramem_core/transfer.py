@@ -43,6 +43,7 @@ from ramem_core.validation import (
     check_moment,
     check_text,
     check_unit_ids,
+    check_units,
 )
 from ramem_core.writing import Progress, Writer, check_progress
 
@@ -318,6 +319,29 @@ class Transfer:
         tmp.replace(target)  # never half a file under the name
         return written
 
+    def rewrite(self, units: Sequence[MemoryUnit], *, namespace: str | None = None) -> IngestReport:
+        """Store ``units`` over the stored memories of the same ids (a new payload, a moved
+        expiry, a corrected context): a unit whose content is its stored memory's keeps that
+        memory's vector, so only changed contents are embedded.
+
+        Raises:
+            InvalidInputError: ``units`` is not a list of valid :class:`MemoryUnit`; nothing
+                is written.
+        """
+        ns = self._namespace_of(namespace)
+        checked = check_units(units)
+
+        def stored(snap: Any) -> list[npt.NDArray[np.float32] | None]:
+            rows = [snap.position.get(u.id) for u in checked]
+            return [
+                None
+                if row is None or snap.vectors is None or snap.units[row].content != u.content
+                else np.array(snap.vectors[row], dtype=np.float32)
+                for u, row in zip(checked, rows, strict=True)
+            ]
+
+        return self.writer.write_units(ns, checked, None, self.snapshots.read(ns, stored))
+
     def import_from(
         self,
         path: str | Path,
@@ -346,4 +370,5 @@ class Transfer:
     apage = in_thread(page)
     aget = in_thread(get)
     aexport = in_thread(export)
+    arewrite = in_thread(rewrite)
     aimport_from = in_thread(import_from)

@@ -70,6 +70,18 @@ def _others(version: Version, writer: str) -> Version:
     return frozenset(entry for entry in version if entry[0] != writer)
 
 
+def _restored(snap: Snapshot, unit: MemoryUnit, vector: npt.NDArray[np.float32]) -> bool:
+    """True when ``snap`` holds ``unit`` with the same context and vector: a write of it
+    changed at most its payload (a moved expiry), which :meth:`Snapshot.updated` folds in
+    without building the index again (an edited content it refuses: rebuilt then)."""
+    row = snap.position.get(unit.id)
+    if row is None or snap.vectors is None:
+        return False
+    return snap.units[row].context == unit.context and bool(
+        np.array_equal(snap.vectors[row], vector)
+    )
+
+
 class Freshness:
     """Snapshots of a store's namespaces, kept fresh, within ``cache_bytes`` (most recently
     used namespaces.
@@ -286,7 +298,9 @@ class Freshness:
         version = others | {(writer, own)}
         snap = cached.snap
         changed = {u.id: u for u in units}
-        fresh = dict(zip((u.id for u in units), vectors, strict=True))
+        written = dict(zip((u.id for u in units), vectors, strict=True))
+        # a unit written back as it is held (its payload aside) brings no new vector
+        fresh = {i: v for i, v in written.items() if not _restored(snap, changed[i], v)}
         evolved = snap.updated(list(changed.values()), fresh)  # appends: only touched sessions
         if evolved is None:
             if snap.vectors is None:
@@ -296,7 +310,7 @@ class Freshness:
             added = list(changed.values())
             evolved = Snapshot(
                 [snap.units[i] for i in keep] + added,
-                np.vstack([snap.vectors[keep], np.asarray([fresh[u.id] for u in added])]),
+                np.vstack([snap.vectors[keep], np.asarray([written[u.id] for u in added])]),
                 self.keys,
             )
         with self._lock:

@@ -432,3 +432,101 @@ def test_a_live_turn_reads_the_version_once(tmp_path: Path) -> None:
         mine.add_turn("user", "And coffee.", at=datetime(2023, 9, 1, 10, 2))
     assert version.call_count == 1
     assert len(mine.snapshots.get("default")) == 2  # folded in, not dropped
+
+
+def test_a_payload_only_rewrite_folds_in_without_a_rebuild(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that changes only payloads (a moved expiry) keeps the index: the snapshot
+    takes the new units without being built again, and reads see the new payload."""
+    from ramem_core.index.snapshot import Snapshot
+
+    kept = memory.add_turn("Ana", "I bought a red bicycle.", at=T0)
+    memory.add_turn("Ana", "I painted the kitchen.", at=T0 + timedelta(minutes=1))
+    assert memory.recall("bicycle")  # cached
+    built = []
+    init = Snapshot.__init__
+
+    def counted(self: Snapshot, *args: Any, **kwargs: Any) -> None:
+        built.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Snapshot, "__init__", counted)
+    memory.transfer.rewrite([replace(kept, payload='{"expires": "later"}')])
+    assert not built
+    held = memory.transfer.get(kept.id)
+    assert held is not None
+    assert held.payload == '{"expires": "later"}'
+    memory.transfer.rewrite([replace(kept, content="Ana: I bought a blue bicycle.")])
+    assert built  # a new content: its vector is new, the index is built again
+    assert [e.unit.content for e in memory.recall("blue bicycle", k=1)] == [
+        "Ana: I bought a blue bicycle."
+    ]
+
+
+def test_a_new_context_is_built_again_and_reads_as_rebuilt(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write back of stored memories with the same content and vector but another context
+    (an event moved to another month, another place and topic) is no payload-only change:
+    the snapshot is built again (folding is trusted for payloads only), and ranks and reads
+    as one built from scratch."""
+    from ramem_core.index.snapshot import Snapshot
+    from ramem_core.types import Granularity, TimeSpan
+
+    memory.add_conversation(two_trips())
+    questions = [
+        "Where did Ben eat grilled sardines in August 2023?",
+        "What did the doctor say in March 2023?",
+        "What happened in Porto?",
+    ]
+    memory.recall(questions[0])  # cached
+    [moved] = [u for u in memory.store.get("default") if u.source_ids == ("S2:1",)]
+    august = TimeSpan(datetime(2023, 8, 1), datetime(2023, 8, 31, 23, 59), Granularity.MONTH)
+    moved = replace(
+        moved,
+        context=replace(moved.context, event_time=august, location="Porto", topic="porto trip"),
+    )
+    built = []
+    init = Snapshot.__init__
+
+    def counted(self: Snapshot, *args: Any, **kwargs: Any) -> None:
+        built.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Snapshot, "__init__", counted)
+    memory.transfer.rewrite([moved])
+    assert built
+
+    def read() -> list[list[tuple[str, float]]]:
+        return [[(e.unit.id, round(e.score, 6)) for e in memory.recall(q)] for q in questions]
+
+    folded = read()
+    held = memory.transfer.get(moved.id)
+    assert held is not None
+    assert held.context.location == "Porto"
+    memory.snapshots.invalidate("default")
+    assert read() == folded
+
+
+def test_a_memory_written_back_with_another_vector_is_read_with_it(tmp_path: Path) -> None:
+    """The same content and context with another vector (an import of an export whose
+    vectors changed) is no payload-only change: the snapshot reads the new vector."""
+    import json
+
+    memory = RaMem(InMemoryStore(HashEmbedder()), counter=WordCounter())
+    kept = memory.add_turn("Ana", "I bought a red bicycle.", at=T0)
+    assert memory.recall("bicycle")  # cached
+    memory.transfer.export(tmp_path / "m.jsonl", vectors=True)
+    lines = (tmp_path / "m.jsonl").read_text(encoding="utf-8").splitlines()
+    other = [0.0] * memory.embedder.dimension
+    other[0] = 1.0
+    lines = [
+        json.dumps({**item, "vector": other}) if item.get("id") == kept.id else line
+        for line, item in ((line, json.loads(line)) for line in lines)
+    ]
+    (tmp_path / "m.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    memory.transfer.import_from(tmp_path / "m.jsonl")
+    snap = memory.snapshots.get("default")
+    assert snap.vectors is not None
+    assert np.array_equal(snap.vectors[snap.position[kept.id]], np.asarray(other, np.float32))

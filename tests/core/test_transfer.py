@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from ramem_core import InvalidInputError, Kind, RaMem
@@ -159,3 +161,40 @@ def test_a_bad_import_is_refused_whole(tmp_path: Path) -> None:
                 target.transfer.import_from(path)
         assert target.count() == 0  # nothing written
         assert not target.has_namespace("default")
+
+
+class _Counting(HashEmbedder):
+    """The hash embedder, remembering every text it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.texts += texts
+        return super().embed(texts)
+
+
+def test_a_rewrite_keeps_stored_vectors_and_embeds_only_changed_contents() -> None:
+    from dataclasses import replace
+
+    embedder = _Counting()
+    memory = RaMem.ephemeral(embedder=embedder, counter=WordCounter(), namespace="rewrite")
+    kept = memory.add_turn("Ana", "I moved to Porto.", at=T0)
+    edited = memory.add_turn("Ana", "I like it here.", at=T0 + timedelta(days=1))
+    units, stored = memory.store.load("rewrite")
+    before = dict(zip([u.id for u in units], stored, strict=True))
+    embedder.texts.clear()
+    report = memory.transfer.rewrite(
+        [replace(kept, payload='{"tag": "home"}'), replace(edited, content="Ana: I love it here.")]
+    )
+    assert embedder.texts == ["Ana: I love it here."]  # the unchanged content: not embedded
+    assert report.units == 2
+    units, vectors = memory.store.load("rewrite")
+    after = dict(zip([u.id for u in units], vectors, strict=True))
+    assert np.array_equal(after[kept.id], before[kept.id])
+    assert np.allclose(after[edited.id], HashEmbedder().embed(["Ana: I love it here."])[0])
+    assert {u.id: u.payload for u in units}[kept.id] == '{"tag": "home"}'
+    with pytest.raises(InvalidInputError):
+        memory.transfer.rewrite(["not a unit"])  # type: ignore[list-item]
+    assert memory.count() == 2

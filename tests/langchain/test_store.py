@@ -8,7 +8,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -548,6 +548,30 @@ def test_a_refresh_rewrites_every_piece_and_keeps_the_episode(timed: Timed) -> N
     ]
     clock.advance(4)  # past the first expiry: every piece says the item lives
     assert store.search(ns, query="watered the tomatoes day 199", limit=1)[0].key == "long"
+
+
+def test_a_refreshing_read_embeds_nothing() -> None:
+    """A refresh moves an expiry, never a text: every piece keeps its stored vector."""
+    asked: list[str] = []
+
+    class Counting(HashEmbedder):
+        def embed(self, texts: Sequence[str]) -> Any:
+            asked.extend(texts)
+            return super().embed(texts)
+
+    embedder = Counting()
+    clock = Clock()
+    store = RaMemStore(RaMem(InMemoryStore(embedder), counter=WordCounter()), clock=clock)
+    text = " ".join(f"On day {n} I watered the tomatoes." for n in range(200))
+    store.put(("m", "u"), "long", {"content": text}, ttl=5)
+    clock.advance(3)
+    asked.clear()
+    assert store.get(("m", "u"), "long") is not None
+    assert store.search(("m",), query="tomatoes day 3")
+    assert "tomatoes day 3" in asked  # the query is embedded, no piece again
+    assert not [t for t in asked if "watered" in t]
+    clock.advance(4)  # past the first expiry: the refresh moved it
+    assert store.get(("m", "u"), "long", refresh_ttl=False) is not None
 
 
 def test_a_refresh_never_undoes_a_put_made_after_the_read(memory: RaMem) -> None:
