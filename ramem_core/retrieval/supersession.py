@@ -156,13 +156,14 @@ def restated(
         return []
     value = asks_value(frame.query)
     named = values(frame.query)
-    members: dict[str, list[tuple[datetime, int]]] = {}
+    speakers = snap.columns["speaker"]  # as chains tell speakers: case, punctuation aside
+    members: dict[int, list[tuple[datetime, int]]] = {}
     for row in statements:
         unit = snap.units[row]
         covered = sum(weight[t] for t in asked if t in counts[row])
         if covered < share * total or (value and not values(unit.content) - named):
             continue
-        members.setdefault(unit.context.speaker.lower(), []).append((_said(unit)[0], row))
+        members.setdefault(int(speakers[row]), []).append((_said(unit)[0], row))
     out = []
     for chain in members.values():
         last_day = max(said.date() for said, _ in chain)

@@ -410,6 +410,16 @@ def test_restatements_of_one_day_keep_their_order(memory: RaMem) -> None:
     assert ids.index(first.id) < ids.index(later.id)
 
 
+def test_a_restated_value_is_one_chain_across_spellings_of_its_speaker(memory: RaMem) -> None:
+    """Restatements are chained per speaker as supersession chains them: a name written with
+    other punctuation or spacing is the same speaker."""
+    old = memory.add_turn("Mary-Ann", THIRTY_SEVEN, at=datetime(2024, 5, 27, 18))
+    memory.add_turn("Mary-Ann", "I baked sourdough bread today.", at=datetime(2024, 5, 28, 9))
+    new = memory.add_turn("Mary Ann", THIRTY_EIGHT, at=datetime(2024, 5, 29, 0))
+    ids = _first(memory, COINS)
+    assert ids.index(new.id) < ids.index(old.id)
+
+
 def test_another_persons_count_restates_nothing(memory: RaMem) -> None:
     old = memory.add_turn("user", THIRTY_SEVEN, at=datetime(2024, 5, 27, 18))
     memory.add_turn("Ana", THIRTY_EIGHT, at=datetime(2024, 5, 29), conversation_id="ana")
