@@ -52,6 +52,7 @@ def _ms(start: float) -> float:
 
 def _open(directory: str, threshold: int) -> RaMem:
     chroma_store.SYNC_THRESHOLD = threshold
+    chroma_store.BATCH_SIZE = min(threshold, 100)
     return RaMem.open(directory, embedder=CachedEmbedder(MiniLMEmbedder(), CACHE))
 
 

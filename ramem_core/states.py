@@ -100,6 +100,9 @@ they are similar at all (``RetrievalConfig.state_kind_similarity``); other state
 higher similarity (``state_similarity``)."""
 
 
+_KEY_WORD = re.compile(r"(?:[^\W_]|')+")
+"""A word of a key: letters and digits of any script, and apostrophes (for ASCII, exactly
+``[a-z0-9']`` once case-folded)."""
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|me|we|we're|our)\b", re.IGNORECASE)
 
 
@@ -200,11 +203,12 @@ def asks_earlier(query: str) -> bool:
 
 
 def state_key(state: str) -> int:
-    """A named state ("where Alice lives") as a number, equal for names that differ only in
-    case, punctuation and spacing; 0 for none."""
+    """A named state ("where Alice lives") or a speaker's name as a number, equal for names
+    that differ only in case, punctuation and spacing, in any script ("李雷" and "王芳" are
+    two, "Zoë" and "Zoé" two); 0 for none."""
     import hashlib
 
-    words = " ".join(re.findall(r"[a-z0-9']+", state.lower()))
+    words = " ".join(_KEY_WORD.findall(state.casefold()))
     if not words:
         return 0
     digest = int.from_bytes(hashlib.blake2b(words.encode(), digest_size=8).digest(), "little")

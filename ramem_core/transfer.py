@@ -325,17 +325,24 @@ class Transfer:
         memory's vector, so only changed contents are embedded.
 
         Raises:
-            InvalidInputError: ``units`` is not a list of valid :class:`MemoryUnit`; nothing
-                is written.
+            InvalidInputError: ``units`` is not a list of valid :class:`MemoryUnit`, or one of
+                them is not stored (a rewrite never adds a memory); nothing is written.
         """
         ns = self._namespace_of(namespace)
         checked = check_units(units)
 
         def stored(snap: Any) -> list[npt.NDArray[np.float32] | None]:
             rows = [snap.position.get(u.id) for u in checked]
+            unknown = [u.id for u, row in zip(checked, rows, strict=True) if row is None]
+            if unknown:
+                msg = (
+                    f"rewrite stores over stored memories: {len(unknown)} unit id(s) are not "
+                    f"stored in namespace {ns!r} (first: {unknown[0]!r}); nothing was written"
+                )
+                raise InvalidInputError(msg)
             return [
                 None
-                if row is None or snap.vectors is None or snap.units[row].content != u.content
+                if snap.vectors is None or snap.units[row].content != u.content
                 else np.array(snap.vectors[row], dtype=np.float32)
                 for u, row in zip(checked, rows, strict=True)
             ]

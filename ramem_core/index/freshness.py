@@ -70,6 +70,15 @@ def _others(version: Version, writer: str) -> Version:
     return frozenset(entry for entry in version if entry[0] != writer)
 
 
+def _written(store: Store, namespace: str) -> int:
+    """The store's :meth:`Store.written`; for a store made before it, read off the version
+    (one round trip more)."""
+    written = getattr(store, "written", None)
+    if callable(written):
+        return int(written(namespace))
+    return _own(store.version(namespace), store.writer)
+
+
 def _restored(snap: Snapshot, unit: MemoryUnit, vector: npt.NDArray[np.float32]) -> bool:
     """True when ``snap`` holds ``unit`` with the same context and vector: a write of it
     changed at most its payload (a moved expiry), which :meth:`Snapshot.updated` folds in
@@ -283,11 +292,28 @@ class Freshness:
         New units and new contexts of known units (a live session growing) update only the
         sessions they touch (:meth:`Snapshot.updated`); other changes rebuild the in-memory
         index from the snapshot's units (never a reload from the store)."""
+        try:
+            own = _written(self.store, namespace)  # this write's number: no round trip
+            with self._lock:
+                self._written[namespace] = max(self._written.get(namespace, 0), own)
+            stored = None if read_before else self.store.version(namespace)
+            self._fold(namespace, units, vectors, own, stored)
+        except BaseException:  # the write is stored: never leave a snapshot without it
+            self.invalidate(namespace)
+            raise
+
+    def _fold(
+        self,
+        namespace: str,
+        units: Sequence[MemoryUnit],
+        vectors: npt.NDArray[np.float32],
+        own: int,
+        stored: Version | None,
+    ) -> None:
+        """:meth:`_absorb`'s fold of a write numbered ``own`` (``stored``: the version read
+        after it, or ``None`` when the fresh read before it stands for the others')."""
         writer = self.store.writer
-        own = self.store.written(namespace)  # this write's number: no round trip
-        stored = None if read_before else self.store.version(namespace)
         with self._lock:
-            self._written[namespace] = max(self._written.get(namespace, 0), own)
             cached = self._snapshots.get(namespace)
         if cached is None:
             return

@@ -57,6 +57,9 @@ default: 1000). Records not yet written live only in Chroma's log, which every p
 touch of the collection replays and every write reads again: at 1000, a user of 600 memories
 cost 40-80 ms on first touch and 30 ms per single upsert. Chosen by
 ``benchmarks/bench_sync.py`` (first touch, add_turn and ingest per threshold)."""
+BATCH_SIZE = min(SYNC_THRESHOLD, 100)
+"""Records Chroma keeps in its brute-force buffer before adding them to the HNSW index: its
+default (100), or the sync threshold when that is smaller, as ``bench_sync.py`` measured."""
 _SHARED_CLIENTS: dict[tuple[Any, ...], Any] = {}
 """The Chroma HTTP clients of this process, one per server, headers, tenant, database and
 timeout (:meth:`ChromaStore.http`), closed when the process exits."""
@@ -145,19 +148,17 @@ def _ramem_function_class() -> Any:
 
 def _sync_often(collection: Collection) -> None:
     """Move a collection made before :data:`SYNC_THRESHOLD` (or by another client) to it: one
-    call, once per collection; its next write then stores the index. A server that refuses
-    keeps the collection as it is (it works, only its first touch is slower)."""
-    hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
-    if hnsw.get("sync_threshold", SYNC_THRESHOLD) == SYNC_THRESHOLD:
-        return
+    call, once per collection per process; its next write then stores the index. A server
+    that refuses keeps the collection as it is (it works, only its first touch is slower)."""
     try:
+        hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
+        if hnsw.get("sync_threshold", SYNC_THRESHOLD) == SYNC_THRESHOLD:
+            return
         collection.modify(
-            configuration={
-                "hnsw": {"sync_threshold": SYNC_THRESHOLD, "batch_size": min(SYNC_THRESHOLD, 100)}
-            }
+            configuration={"hnsw": {"sync_threshold": SYNC_THRESHOLD, "batch_size": BATCH_SIZE}}
         )
     except Exception as exc:  # an older server: keep its setting
-        log.info("keeping collection %s's sync threshold: %s", collection.name, exc)
+        log.warning("keeping collection %s's index sync setting: %s", collection.name, exc)
 
 
 class _DirectoryLock:
@@ -575,7 +576,7 @@ class ChromaStore:
                     metadata={
                         "hnsw:space": "cosine",
                         "hnsw:sync_threshold": SYNC_THRESHOLD,
-                        "hnsw:batch_size": min(SYNC_THRESHOLD, 100),
+                        "hnsw:batch_size": BATCH_SIZE,
                         "ramem_embedder": self.embedder.name,
                         "ramem_dimension": self.embedder.dimension,
                     },

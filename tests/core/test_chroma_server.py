@@ -89,11 +89,11 @@ def test_a_server_collection_takes_the_sync_threshold_made_or_older(
     records, and one made before takes the setting at its next write."""
     from ramem_core.store import chroma
 
-    def threshold(memory: RaMem) -> object:
+    def threshold(memory: RaMem) -> object:  # a fresh handle: what the server keeps
         store = memory.store
         assert isinstance(store, ChromaStore)
-        hnsw = store.collection("sync-test", create=False).configuration.get("hnsw") or {}
-        return hnsw.get("sync_threshold")
+        collection = store.client.get_collection(f"{store.prefix}_sync-test")
+        return (collection.configuration.get("hnsw") or {}).get("sync_threshold")
 
     with monkeypatch.context() as older:
         older.setattr(chroma, "SYNC_THRESHOLD", 1000)

@@ -59,8 +59,9 @@ def test_collection_handles_are_bounded(
 
 
 def _sync_threshold(store: ChromaStore, namespace: str) -> object:
-    hnsw = store.collection(namespace, create=False).configuration.get("hnsw") or {}
-    return hnsw.get("sync_threshold")
+    """What Chroma keeps (a fresh handle: a cached one holds what this client last set)."""
+    collection = store.client.get_collection(f"{store.prefix}_{namespace}")
+    return (collection.configuration.get("hnsw") or {}).get("sync_threshold")
 
 
 def test_a_namespace_stores_its_index_every_sync_threshold_records(store: ChromaStore) -> None:
@@ -99,9 +100,18 @@ def test_a_server_that_refuses_the_sync_threshold_keeps_the_collection(
         def modify(self, **_: object) -> None:
             raise ValueError("unknown configuration key")
 
+    class Unreadable:
+        name = "ramem_m"
+
+        @property
+        def configuration(self) -> object:
+            raise ValueError("cannot rebuild the embedding function")
+
     with caplog.at_level("INFO", logger="ramem_core.store.chroma"):
         chroma._sync_often(Refusing())  # type: ignore[arg-type]
+        chroma._sync_often(Unreadable())  # type: ignore[arg-type]
     assert "unknown configuration key" in caplog.text
+    assert "cannot rebuild the embedding function" in caplog.text
 
 
 def test_too_many_open_files_is_a_store_error(

@@ -431,7 +431,8 @@ def test_a_live_turn_reads_the_version_once(tmp_path: Path) -> None:
     ) as version:
         mine.add_turn("user", "And coffee.", at=datetime(2023, 9, 1, 10, 2))
     assert version.call_count == 1
-    assert len(mine.snapshots.get("default")) == 2  # folded in, not dropped
+    assert "default" in mine.snapshots.cached  # folded in, not dropped
+    assert len(mine.snapshots.get("default")) == 2
 
 
 def test_a_payload_only_rewrite_folds_in_without_a_rebuild(
@@ -453,6 +454,7 @@ def test_a_payload_only_rewrite_folds_in_without_a_rebuild(
 
     monkeypatch.setattr(Snapshot, "__init__", counted)
     memory.transfer.rewrite([replace(kept, payload='{"expires": "later"}')])
+    assert "default" in memory.snapshots.cached  # folded in, not dropped
     assert not built
     held = memory.transfer.get(kept.id)
     assert held is not None
@@ -530,3 +532,38 @@ def test_a_memory_written_back_with_another_vector_is_read_with_it(tmp_path: Pat
     snap = memory.snapshots.get("default")
     assert snap.vectors is not None
     assert np.array_equal(snap.vectors[snap.position[kept.id]], np.asarray(other, np.float32))
+
+
+class _Older(InMemoryStore):
+    """A store written before ``Store.written`` existed."""
+
+    written = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("make", [InMemoryStore, _Older], ids=["store", "older store"])
+def test_an_error_after_a_stored_write_never_hides_it(make: type[InMemoryStore]) -> None:
+    """The write is stored when the version read after it fails: the caller hears of the
+    failure, and the next read holds the write (the cached snapshot is dropped)."""
+    store = make(HashEmbedder())
+    memory = RaMem(store, counter=WordCounter(), refresh_seconds=3600)
+    tea = memory.add_turn("Ana", "I like tea.", at=T0)
+    assert memory.recall("tea")  # cached
+    zebra = replace(tea, id="zebra", content="Ana: I adopted a zebra.", source_ids=("z",))
+    with (
+        mock.patch.object(InMemoryStore, "version", side_effect=StoreError("down")),
+        pytest.raises(StoreError),
+    ):
+        memory.add_units([zebra])
+    assert store.count("default") == 2
+    assert "Ana: I adopted a zebra." in {e.unit.content for e in memory.recall("zebra", k=3)}
+
+
+def test_a_store_without_written_still_folds_its_writes() -> None:
+    """A store written before ``Store.written`` existed: its own number is read off the
+    version, and a live turn still folds into the cached snapshot."""
+    memory = RaMem(_Older(HashEmbedder()), counter=WordCounter(), refresh_seconds=3600)  # type: ignore[arg-type]
+    memory.add_turn("Ana", "I like tea.", at=T0)
+    assert memory.recall("tea")  # cached
+    memory.add_turn("Ana", "And coffee.", at=T0 + timedelta(minutes=1))
+    assert "default" in memory.snapshots.cached  # folded in, not dropped
+    assert len(memory.snapshots.get("default")) == 2

@@ -420,9 +420,13 @@ def test_a_restated_value_is_one_chain_across_spellings_of_its_speaker(memory: R
     assert ids.index(new.id) < ids.index(old.id)
 
 
-def test_another_persons_count_restates_nothing(memory: RaMem) -> None:
-    old = memory.add_turn("user", THIRTY_SEVEN, at=datetime(2024, 5, 27, 18))
-    memory.add_turn("Ana", THIRTY_EIGHT, at=datetime(2024, 5, 29), conversation_id="ana")
+@pytest.mark.parametrize(
+    ("me", "other"), [("user", "Ana"), ("李雷", "王芳"), ("Олег", "Łucja"), ("Zoë", "Zoé")]
+)
+def test_another_persons_count_restates_nothing(memory: RaMem, me: str, other: str) -> None:
+    """In any script: names are told apart by their letters, not only by ASCII ones."""
+    old = memory.add_turn(me, THIRTY_SEVEN, at=datetime(2024, 5, 27, 18))
+    memory.add_turn(other, THIRTY_EIGHT, at=datetime(2024, 5, 29), conversation_id="ana")
     assert _first(memory, COINS)[0] == old.id
 
 

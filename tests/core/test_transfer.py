@@ -197,4 +197,9 @@ def test_a_rewrite_keeps_stored_vectors_and_embeds_only_changed_contents() -> No
     assert {u.id: u.payload for u in units}[kept.id] == '{"tag": "home"}'
     with pytest.raises(InvalidInputError):
         memory.transfer.rewrite(["not a unit"])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="not stored"):  # a rewrite adds nothing
+        memory.transfer.rewrite([replace(kept, payload="{}"), replace(kept, id="typo")])
     assert memory.count() == 2
+    held = memory.transfer.get(kept.id)
+    assert held is not None
+    assert held.payload == '{"tag": "home"}'
