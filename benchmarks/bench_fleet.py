@@ -23,9 +23,10 @@ once), then measures, side by side on this machine:
 Prints a table and writes ``results/bench_fleet.json``; stops its server.
 
 With ``--ab TREE`` (another checkout, e.g. ``git worktree add /tmp/base <commit>``) every
-phase runs for both checkouts on the same data, in turn, each in processes that import that
-checkout's ``ramem_core`` and on a server of its own, holding what that checkout stored (how
-a collection is made changes what reading it costs); the table gives both and their ratios.
+phase runs for both checkouts on the same data, each in processes that import that checkout's
+``ramem_core`` and on a server of its own, holding what that checkout stored (how a collection
+is made changes what reading it costs); the checkouts take turns to go first from phase to
+phase. The table gives both and their ratios.
 The floor of ``add_turn`` (one bare upsert) writes to collections configured as that
 checkout configures its own.
 """
@@ -33,6 +34,7 @@ checkout configures its own.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -370,21 +372,37 @@ def read_phases(
 
 def measure(args: argparse.Namespace, questions: list[list[str]], workdir: Path) -> dict[str, Any]:
     """Every measurement of the table, on a ``chroma run`` server; with ``args.ab``, every
-    phase for both checkouts, in turn, each on a server of its own."""
+    phase for both checkouts, each on a server of its own, the checkouts taking turns to go
+    first (a drift of the machine favours neither)."""
     result: dict[str, Any] = {"users": args.users, "workers": args.workers, "cpus": os.cpu_count()}
     trees = {"this": ROOT, **({"other": args.ab.resolve()} if args.ab else {})}
     per: dict[str, dict[str, Any]] = {name: {} for name in trees}
-    for name, tree in trees.items():
+    with contextlib.ExitStack() as servers:
         # each checkout reads what it wrote, on a server of its own: how a collection is
         # made (its index settings) changes what reading it costs
-        (workdir / name).mkdir(parents=True)
-        with serve_chroma(workdir / name / "db") as port:
-            print(f"ingest: {args.users} users through chroma run on port {port} ({tree})")
-            per[name]["ingest"] = in_tree(tree, "ingest", port, args.users)
+        ports = {}
+        for name in trees:
+            (workdir / name).mkdir(parents=True)
+            ports[name] = servers.enter_context(serve_chroma(workdir / name / "db"))
+
+        def stored(name: str) -> None:
+            tree = trees[name]
+            print(f"ingest: {args.users} users through chroma run ({tree})", flush=True)
+            per[name]["ingest"] = in_tree(tree, "ingest", ports[name], args.users)
             print(f"  {per[name]['ingest']}", flush=True)
-            per[name].update(read_phases(port, args, questions, workdir / name, tree))
-            print(f"add_turn ({tree})", flush=True)
-            per[name]["add_turn"] = in_tree(tree, "live_turns", port, args.turns)
+
+        def read(name: str) -> None:
+            tree = trees[name]
+            per[name].update(read_phases(ports[name], args, questions, workdir / name, tree))
+
+        def live(name: str) -> None:
+            print(f"add_turn ({trees[name]})", flush=True)
+            per[name]["add_turn"] = in_tree(trees[name], "live_turns", ports[name], args.turns)
+
+        for number, phase in enumerate((stored, read, live)):
+            order = list(trees) if number % 2 == 0 else list(reversed(trees))
+            for name in order:
+                phase(name)
     result.update(per["this"])
     if args.ab:
         result["ab"] = {"this": str(ROOT), "other": str(args.ab), "trees": per}

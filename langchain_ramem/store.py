@@ -652,25 +652,30 @@ class RaMemStore(BaseStore):
 
     def _refresh(self, records: Sequence[Mapping[str, Any]], now: Callable[[], datetime]) -> None:
         """Move the expiry of items just read to ``ttl`` minutes from now, in every piece (a
-        recall may meet any piece), keeping each piece's episode, text and vector: one write
-        per tenant for all the items of one read."""
+        recall may meet any piece), keeping each piece's episode, text and vector: per tenant,
+        one read of what is stored now and one write for all the items of one read."""
+        due: dict[str, list[tuple[Mapping[str, Any], datetime]]] = {}
+        for seen in records:
+            expires = _expiry(now(), seen["ttl"])
+            if expires > datetime.fromisoformat(seen["expires"]):
+                due.setdefault(self._tenant(tuple(seen["ns"])), []).append((seen, expires))
         with self._lock:
-            rewrites: dict[str, list[MemoryUnit]] = {}
-            for seen in records:
-                expires = _expiry(now(), seen["ttl"])
-                if expires <= datetime.fromisoformat(seen["expires"]):
-                    continue
-                namespace, tenant = tuple(seen["ns"]), self._tenant(tuple(seen["ns"]))
-                first = self.memory_of(namespace, seen["key"])
-                if first is None or _record(first) != seen:  # put or deleted since: leave it
-                    continue
-                payload = json.dumps({**seen, "expires": expires.isoformat()}, ensure_ascii=False)
-                found = (self.memory.transfer.get(i, namespace=tenant) for i in piece_ids(first))
-                rewrites.setdefault(tenant, []).extend(
-                    replace(unit, payload=payload) for unit in found if unit is not None
-                )
-            for tenant, units in rewrites.items():
-                self.memory.transfer.rewrite(units, namespace=tenant)
+            for tenant, items in due.items():
+                composites = [_composite(seen) for seen, _ in items]
+                stored = self.memory.keyed.get(composites, namespace=tenant)
+                units: list[MemoryUnit] = []
+                for (seen, expires), composite in zip(items, composites, strict=True):
+                    first = stored.get(composite)
+                    if first is None or _record(first) != seen:  # put or deleted since: leave
+                        continue
+                    payload = json.dumps(
+                        {**seen, "expires": expires.isoformat()}, ensure_ascii=False
+                    )
+                    get = self.memory.transfer.get
+                    pieces = (get(i, namespace=tenant) for i in piece_ids(first))
+                    units += [replace(u, payload=payload) for u in pieces if u is not None]
+                if units:
+                    self.memory.transfer.rewrite(units, namespace=tenant)
 
     def _text(self, value: Mapping[str, Any], index: Any) -> str:
         """The text a value is found by: its ``fields`` (or the put's own ``index`` paths)."""

@@ -580,21 +580,24 @@ def test_a_refresh_never_undoes_a_put_made_after_the_read(memory: RaMem) -> None
     store.put(("m", "u"), "k", {"content": "v1"}, ttl=5)
     clock.advance(1)
     reads = 0
-    memory_of = store.memory_of
+    keyed = store.memory.keyed
+    read_keyed = keyed.get
 
-    def another_worker_puts_between(namespace: tuple[str, ...], key: str) -> Any:
+    def another_worker_puts_between(keys: Any, *, namespace: Any = None) -> Any:
         nonlocal reads
         reads += 1
         if reads == 2:  # the refresh's own read: another worker wrote since the get
+            keyed.get = read_keyed  # type: ignore[method-assign]  # (its own reads: not ours)
             other.put(("m", "u"), "k", {"content": "v2"}, ttl=None)
-        return memory_of(namespace, key)
+            keyed.get = another_worker_puts_between  # type: ignore[method-assign]
+        return read_keyed(keys, namespace=namespace)
 
-    store.memory_of = another_worker_puts_between  # type: ignore[method-assign]
+    keyed.get = another_worker_puts_between  # type: ignore[method-assign]
     got = store.get(("m", "u"), "k")
     assert got is not None
     assert got.value == {"content": "v1"}
     assert reads == 2
-    store.memory_of = memory_of  # type: ignore[method-assign]
+    keyed.get = read_keyed  # type: ignore[method-assign]
     clock.advance(10**6)
     item = store.get(("m", "u"), "k")
     assert item is not None
