@@ -435,24 +435,29 @@ def test_a_live_turn_reads_the_version_once(tmp_path: Path) -> None:
     assert len(mine.snapshots.get("default")) == 2
 
 
-def test_a_payload_only_rewrite_folds_in_without_a_rebuild(
-    memory: RaMem, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A write that changes only payloads (a moved expiry) keeps the index: the snapshot
-    takes the new units without being built again, and reads see the new payload."""
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per snapshot built from scratch (``Snapshot.__init__``) from now on."""
     from ramem_core.index.snapshot import Snapshot
 
-    kept = memory.add_turn("Ana", "I bought a red bicycle.", at=T0)
-    memory.add_turn("Ana", "I painted the kitchen.", at=T0 + timedelta(minutes=1))
-    assert memory.recall("bicycle")  # cached
-    built = []
+    calls: list[int] = []
     init = Snapshot.__init__
 
     def counted(self: Snapshot, *args: Any, **kwargs: Any) -> None:
-        built.append(1)
+        calls.append(1)
         init(self, *args, **kwargs)
 
     monkeypatch.setattr(Snapshot, "__init__", counted)
+    return calls
+
+
+def test_a_payload_only_rewrite_folds_in_without_a_rebuild(memory: RaMem, built: list[int]) -> None:
+    """A write that changes only payloads (a moved expiry) keeps the index: the snapshot
+    takes the new units without being built again, and reads see the new payload."""
+    kept = memory.add_turn("Ana", "I bought a red bicycle.", at=T0)
+    memory.add_turn("Ana", "I painted the kitchen.", at=T0 + timedelta(minutes=1))
+    assert memory.recall("bicycle")  # cached
+    built.clear()
     memory.transfer.rewrite([replace(kept, payload='{"expires": "later"}')])
     assert "default" in memory.snapshots.cached  # folded in, not dropped
     assert not built
@@ -466,14 +471,11 @@ def test_a_payload_only_rewrite_folds_in_without_a_rebuild(
     ]
 
 
-def test_a_new_context_is_built_again_and_reads_as_rebuilt(
-    memory: RaMem, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_new_context_is_built_again_and_reads_as_rebuilt(memory: RaMem, built: list[int]) -> None:
     """A write back of stored memories with the same content and vector but another context
     (an event moved to another month, another place and topic) is no payload-only change:
     the snapshot is built again (folding is trusted for payloads only), and ranks and reads
     as one built from scratch."""
-    from ramem_core.index.snapshot import Snapshot
     from ramem_core.types import Granularity, TimeSpan
 
     memory.add_conversation(two_trips())
@@ -489,14 +491,7 @@ def test_a_new_context_is_built_again_and_reads_as_rebuilt(
         moved,
         context=replace(moved.context, event_time=august, location="Porto", topic="porto trip"),
     )
-    built = []
-    init = Snapshot.__init__
-
-    def counted(self: Snapshot, *args: Any, **kwargs: Any) -> None:
-        built.append(1)
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(Snapshot, "__init__", counted)
+    built.clear()
     memory.transfer.rewrite([moved])
     assert built
 
