@@ -120,6 +120,11 @@ def write_result(path: str | Path, result: dict[str, Any]) -> None:
     print(f"\nwrote {out}")
 
 
+def ms_since(start: float) -> float:
+    """Milliseconds since ``start`` (a ``time.perf_counter()`` reading)."""
+    return (time.perf_counter() - start) * 1000
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0-100) of ``values``."""
     return float(np.percentile(np.array(values), q))

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ab_recall import result_of, serve_child, spawn
-from bench_core import percentile, write_result
+from bench_core import ms_since, percentile, write_result
 from bench_live import rss_mb
 
 from ramem_core import RaMem
@@ -69,10 +69,6 @@ def _questions() -> list[list[str]]:
 
     samples = json.loads(DATA.read_text(encoding="utf-8"))
     return [[qa["question"] for qa in s.get("qa", [])] for s in samples]
-
-
-def _ms(start: float) -> float:
-    return (time.perf_counter() - start) * 1000
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -107,10 +103,10 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
         if task.get("bare"):
             t = time.perf_counter()
             store.collection(ns).get(include=["documents", "metadatas", "embeddings"])
-            result["bare_get"].append(_ms(t))
+            result["bare_get"].append(ms_since(t))
         t = time.perf_counter()
         memory.recall(question, namespace=ns)
-        result["first"].append(_ms(t))
+        result["first"].append(ms_since(t))
     users = task.get("random_users", [])
     for _ in range(task.get("requests", 0)):
         user = rng.choice(users)
@@ -118,7 +114,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
         embedder.embed([question])
         t = time.perf_counter()
         memory.recall(question, namespace=f"user-{user}")
-        result["random"].append(_ms(t))
+        result["random"].append(ms_since(t))
     if users:
         ns = f"user-{users[0]}"
         pool = questions[users[0] % len(questions)]
@@ -130,7 +126,7 @@ def worker(task: dict[str, Any]) -> dict[str, Any]:
             embedder.embed([question])
             t = time.perf_counter()
             memory.recall(question, namespace=ns)
-            result["warm"].append(_ms(t))
+            result["warm"].append(ms_since(t))
         cached = memory.snapshots.cached
         held = memory.snapshots.nbytes
         memories = sum(len(memory.snapshots.get(ns)) for ns in cached)
@@ -244,12 +240,12 @@ def live_turns(port: int, turns: int) -> dict[str, Any]:
                 text = f"user message number {i} about the garden and the new job"
                 t = time.perf_counter()
                 vector = embedder.embed([text])
-                embed_ms = _ms(t)
+                embed_ms = ms_since(t)
                 t = time.perf_counter()
                 unit = memory.add_turn(
                     "user", text, at=start + timedelta(seconds=20 * i), namespace=ns
                 )
-                add_ms = _ms(t)
+                add_ms = ms_since(t)
                 bare: dict[str, float] = {}
                 for name, collection in (("empty", empty), ("copy", copy)):
                     t = time.perf_counter()
@@ -259,7 +255,7 @@ def live_turns(port: int, turns: int) -> dict[str, Any]:
                         embeddings=vector,
                         metadatas=[to_metadata(unit)],  # type: ignore[list-item]
                     )
-                    bare[name] = _ms(t)
+                    bare[name] = ms_since(t)
                 if i >= 5:  # the first turns open the session and warm the caches
                     timings["add_turn"].append(add_ms)
                     timings["embed"].append(embed_ms)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ab_recall import result_of, serve_child, spawn
-from bench_core import write_result
+from bench_core import ms_since, write_result
 
 import ramem_core.store.chroma as chroma_store
 from ramem_core import RaMem
@@ -44,10 +44,6 @@ CACHE = ROOT / "benchmarks" / "results" / ".fleet-vectors.sqlite"
 RESULT = ROOT / "benchmarks" / "results" / "bench_sync.json"
 QUESTION = "When did Caroline go to the LGBTQ support group?"
 USERS = 3
-
-
-def _ms(start: float) -> float:
-    return (time.perf_counter() - start) * 1000
 
 
 def _open(directory: str, threshold: int) -> RaMem:
@@ -64,7 +60,7 @@ def write(directory: str, threshold: int) -> dict[str, Any]:
         start = time.perf_counter()
         for user in range(USERS):
             memory.add_conversation(conversations[user], namespace=f"u{user}")
-        ingest_ms = _ms(start)
+        ingest_ms = ms_since(start)
         for user in range(USERS):
             memory.add_conversation(conversations[user], namespace=f"fileless-{user}")
             memory.recall(QUESTION, namespace=f"u{user}")  # builds the snapshot to persist
@@ -75,7 +71,7 @@ def write(directory: str, threshold: int) -> dict[str, Any]:
             memory.embedder.embed([text])
             t = time.perf_counter()
             memory.add_turn("user", text, at=at + timedelta(seconds=20 * i), namespace="fileless-0")
-            turns.append(_ms(t))
+            turns.append(ms_since(t))
         memory.add_turn("user", "a warm-up namespace", at=at, namespace="live")
         memory.snapshots.persist()
         directory_files = memory.snapshots.files
@@ -98,7 +94,7 @@ def read(directory: str, threshold: int, what: str) -> dict[str, Any]:
                 memory.store.count(ns)
             else:
                 memory.recall(QUESTION, namespace=ns)
-            taken.append(_ms(t))
+            taken.append(ms_since(t))
     return {what: statistics.median(taken)}
 
 

@@ -659,6 +659,7 @@ class RaMemStore(BaseStore):
             expires = _expiry(now(), seen["ttl"])
             if expires > datetime.fromisoformat(seen["expires"]):
                 due.setdefault(self._tenant(tuple(seen["ns"])), []).append((seen, expires))
+        get = self.memory.transfer.get
         with self._lock:
             for tenant, items in due.items():
                 composites = [_composite(seen) for seen, _ in items]
@@ -671,7 +672,6 @@ class RaMemStore(BaseStore):
                     payload = json.dumps(
                         {**seen, "expires": expires.isoformat()}, ensure_ascii=False
                     )
-                    get = self.memory.transfer.get
                     pieces = (get(i, namespace=tenant) for i in piece_ids(first))
                     units += [replace(u, payload=payload) for u in pieces if u is not None]
                 if units:

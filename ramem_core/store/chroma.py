@@ -558,13 +558,19 @@ class ChromaStore:
             StoreError: the namespace holds vectors of another embedder (name or dimension).
         """
         self._open()
-        cached = self._collections.get(namespace)
-        if cached is not None:
+        collection = self._collections.get(namespace)
+        if collection is None:
+            collection = self._opened(namespace, create)
+        else:
             self._collections.move_to_end(namespace)
-            if create and namespace not in self._synced:
-                _sync_often(cached)
-                self._synced.add(namespace)
-            return cached
+        if create and namespace not in self._synced:  # a write's: moved to SYNC_THRESHOLD
+            _sync_often(collection)
+            self._synced.add(namespace)
+        return collection
+
+    def _opened(self, namespace: str, create: bool) -> Collection:
+        """:meth:`collection` for a namespace with no open handle: opened (or created),
+        checked against this store's embedder, and kept among the open handles."""
         name = self._name(namespace)
         from chromadb.errors import NotFoundError
 
@@ -602,9 +608,6 @@ class ChromaStore:
                 "open it with the same embedder or use another namespace"
             )
             raise StoreError(msg)
-        if create:  # a write's collection: moved to SYNC_THRESHOLD if made before it
-            _sync_often(collection)
-            self._synced.add(namespace)
         self._collections[namespace] = collection
         while len(self._collections) > _OPEN_COLLECTIONS:  # handles hold file descriptors
             evicted, _ = self._collections.popitem(last=False)
