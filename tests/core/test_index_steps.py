@@ -149,3 +149,12 @@ def test_the_steps_make_what_updated_makes(case: Case) -> None:
     assert case.new.row_doc.tolist() == whole.row_doc.tolist()
     assert case.new.own_doc.tolist() == whole.own_doc.tolist()
     assert set(case.new._patch) == set(whole._patch)
+
+
+def test_an_updated_index_scores_windows_as_one_built_from_scratch(case: Case) -> None:
+    # the old index has scored a question (its window columns are made); the updated one
+    # must read its own neighbours, not the columns it was copied with
+    query = HashEmbedder().embed(["tulips in the garden"])[0]
+    case.old.dense_scores(query)
+    updated = case.old.updated(case.units, case.vectors, [])
+    np.testing.assert_allclose(updated.dense_scores(query), _scratch(case).dense_scores(query))
