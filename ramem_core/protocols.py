@@ -191,6 +191,11 @@ class Store(Protocol):
         """The namespace's write version."""
         ...
 
+    def counted(self, namespace: str, version: Version) -> int:
+        """:meth:`count`, for a namespace whose :meth:`version` was just read as ``version``:
+        a store that keeps its version beside the memories saves a read by it."""
+        ...
+
     def written(self, namespace: str) -> int:
         """This writer's number in :meth:`version` as its own last write there left it (0
         before any), known without asking the backend."""

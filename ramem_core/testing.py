@@ -221,6 +221,10 @@ class InMemoryStore:
         with self._lock:
             return frozenset(self.versions.get(namespace, {}).items())
 
+    def counted(self, namespace: str, version: Version) -> int:
+        """:meth:`count` (the version is kept apart from the memories here)."""
+        return self.count(namespace)
+
     def written(self, namespace: str) -> int:
         """This writer's number in ``namespace`` (0 before its first write there)."""
         with self._lock:

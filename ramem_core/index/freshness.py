@@ -79,6 +79,14 @@ def _written(store: Store, namespace: str) -> int:
     return _own(store.version(namespace), store.writer)
 
 
+def _counted(store: Store, namespace: str, version: Version) -> int:
+    """The store's :meth:`Store.counted`; for a store made before it, :meth:`Store.count`."""
+    counted = getattr(store, "counted", None)
+    if callable(counted):
+        return int(counted(namespace, version))
+    return store.count(namespace)
+
+
 def _restored(snap: Snapshot, unit: MemoryUnit, vector: npt.NDArray[np.float32]) -> bool:
     """True when ``snap`` holds ``unit`` with the same context and vector: a write of it
     changed at most its payload (a moved expiry), which :meth:`Snapshot.updated` folds in
@@ -214,7 +222,7 @@ class Freshness:
         if loaded is None:
             return None
         snap = loaded[0]
-        stored = self.store.count(namespace)
+        stored = _counted(self.store, namespace, version)
         if len(snap) != stored:
             # a writer killed between the batches of a split write: memories no version
             # announces are in the store, and a file at that version lacks them

@@ -903,6 +903,17 @@ class ChromaStore:
             records = collection.get(where=_VERSION_RECORD, include=[])["ids"]
             return int(collection.count()) - len(records)
 
+    def counted(self, namespace: str, version: Version) -> int:
+        """:meth:`count`, the namespace's version just read as ``version``: its version
+        records (one per writer, :meth:`version`) are those the count leaves out, so they are
+        not read again. A writer's first record written since makes the count one too many, a
+        compaction since one too few: a caller comparing counts then sees a difference."""
+        with _failing(f"counting the memories of namespace {namespace!r}"):
+            collection = self._existing(namespace)
+            if collection is None:
+                return 0
+            return int(collection.count()) - len(version)
+
     def existing_ids(
         self, namespace: str, ids: Sequence[str], *, where: Where | None = None
     ) -> list[str]:

@@ -283,3 +283,18 @@ def test_no_chroma_warning_when_another_process_writes_and_deletes(tmp_path: Pat
         assert run.returncode == 0, run.stderr
         assert "Could not reconstruct" not in run.stderr
         assert "Warning" not in run.stderr, run.stderr
+
+
+def test_a_count_beside_a_version_just_read_is_the_count(store: ChromaStore) -> None:
+    """Two writers' version records sit beside the memories: the count given the version
+    read just before leaves them out as the count does, without reading them again."""
+    other = ChromaStore(store.client, HashEmbedder())
+    assert other.writer != store.writer
+    for writer, text in ((store, "I bought a red bicycle."), (other, "I sold the old one.")):
+        RaMem(writer, counter=WordCounter()).add_turn(
+            "Ana", text, at=datetime(2024, 3, 1), namespace="n"
+        )
+    version = store.version("n")
+    assert len(version) == 2
+    assert store.counted("n", version) == store.count("n") == 2
+    assert store.counted("missing", frozenset()) == 0

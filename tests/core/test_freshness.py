@@ -135,6 +135,37 @@ def test_a_file_that_misses_stored_memories_is_not_trusted(tmp_path: Path) -> No
     killed.close()
 
 
+def test_a_snapshot_file_lacking_unannounced_memories_is_refused(tmp_path: Path) -> None:
+    """Memories stored with no version record (what a writer killed mid-write, or one of
+    before the records, leaves): the namespace's file at that version holds fewer memories
+    than the store, so it is ignored and the snapshot rebuilt: they are served."""
+    with (
+        mock.patch("ramem_core.index.files.MIN_MEMORIES", 0),
+        RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as first,
+    ):
+        first.add_conversations([_note(f"c{i}", f"Pottery note {i}.", i) for i in range(3)])
+        first.recall("pottery")  # built, its file written at close
+    silent = RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter())
+    assert isinstance(silent.store, ChromaStore)
+    collection = silent.store.collection("default")
+
+    def without_its_record(**kwargs: Any) -> None:
+        keep = [i for i, id_ in enumerate(kwargs["ids"]) if not id_.startswith(VERSION_ID)]
+        Collection.upsert(collection, **{k: [v[i] for i in keep] for k, v in kwargs.items()})
+
+    silent.store._collections["default"] = _Patched(collection, upsert=without_its_record)  # type: ignore[assignment]
+    silent.add_conversations([_note("kiln", "The kiln cracked today.", 9)])
+    silent.close()
+    with (
+        mock.patch("ramem_core.index.files.MIN_MEMORIES", 0),
+        RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as restarted,
+    ):
+        assert restarted.snapshots.files is not None
+        assert restarted.snapshots.files.path("default").exists()
+        assert len(restarted.snapshots.get("default")) == 4
+        assert "Ana: The kiln cracked today." in _texts(restarted)
+
+
 def test_a_killed_split_edit_never_leaves_a_file_that_hides_it(tmp_path: Path) -> None:
     """A re-ingest that edits memories (same ids, same count), killed between the Chroma calls
     of a split write: the edited memory stored by the first call is served after a restart,
@@ -530,9 +561,18 @@ def test_a_memory_written_back_with_another_vector_is_read_with_it(tmp_path: Pat
 
 
 class _Older(InMemoryStore):
-    """A store written before ``Store.written`` existed."""
+    """A store written before ``Store.written`` and ``Store.counted`` existed."""
 
     written = None  # type: ignore[assignment]
+    counted = None  # type: ignore[assignment]
+
+
+def test_a_store_without_counted_is_counted_by_its_count() -> None:
+    from ramem_core.index.freshness import _counted
+
+    store = _Older(HashEmbedder())
+    RaMem(store, counter=WordCounter()).add_turn("Ana", "I like tea.", at=T0)  # type: ignore[arg-type]
+    assert _counted(store, "default", store.version("default")) == 1  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("make", [InMemoryStore, _Older], ids=["store", "older store"])
