@@ -55,34 +55,9 @@ class Ranking:
     lexical: Scores | None
     parts: Mapping[str, Scores] = field(default_factory=dict)
 
-    _leaders: npt.NDArray[np.int64] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
-
     def top(self, n: int, among: Mask | None = None) -> list[int]:
         """Rows of the ``n`` best memories with a finite score (of those ``among`` selects),
-        best first. The ranking's :data:`LEADERS` best rows are found once and answer a
-        request when they hold its ``n`` best and one more, none scoring the same (then one
-        answer exists); otherwise the ranking is read whole, as before."""
-        if n <= 0:
-            return []
-        leaders = self._leaders
-        if leaders is None:
-            leaders = _best(self.fused, LEADERS)
-            object.__setattr__(self, "_leaders", leaders)
-        chosen = leaders if among is None else leaders[among[leaders]]
-        complete = len(leaders) < LEADERS
-        if len(chosen) > n or (complete and len(chosen) == n):
-            scores = self.fused[chosen[: n + 1]]
-            if not (scores[1:] == scores[:-1]).any():
-                return [int(r) for r in chosen[:n]]
-        elif complete:
-            scores = self.fused[chosen]
-            if not (scores[1:] == scores[:-1]).any():
-                return [int(r) for r in chosen]
-        return self._top_of_all(n, among)
-
-    def _top_of_all(self, n: int, among: Mask | None) -> list[int]:
+        best first."""
         finite = np.isfinite(self.fused)
         rows = np.flatnonzero(finite if among is None else finite & among)
         n = min(n, len(rows))
@@ -90,19 +65,6 @@ class Ranking:
             return []
         best = rows[np.argpartition(-self.fused[rows], n - 1)[:n]]
         return [int(r) for r in best[np.argsort(-self.fused[best], kind="stable")]]
-
-
-LEADERS = 256
-
-
-def _best(scores: Scores, n: int) -> npt.NDArray[np.int64]:
-    rows = np.flatnonzero(np.isfinite(scores))
-    if n < len(rows):
-        values = -scores[rows]
-        kth = np.partition(values, n - 1)[n - 1]
-        rows = rows[values <= kth]
-    order = np.lexsort((rows, -scores[rows]))[:n]
-    return rows[order]
 
 
 class Probe:
