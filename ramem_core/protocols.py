@@ -192,8 +192,9 @@ class Store(Protocol):
         ...
 
     def counted(self, namespace: str, version: Version) -> int:
-        """:meth:`count`, for a namespace whose :meth:`version` was just read as ``version``:
-        a store that keeps its version beside the memories saves a read by it."""
+        """:meth:`count`, for a namespace whose :meth:`version` was just read as ``version``
+        (call it right after that read): a store that keeps its version beside the memories
+        saves a read by it."""
         ...
 
     def written(self, namespace: str) -> int:

@@ -214,18 +214,21 @@ class Freshness:
             self.files.remove(namespace)
 
     def _from_file(self, namespace: str, version: Version) -> tuple[Snapshot, int] | None:
-        if self.files is None:
+        if self.files is None or not self.files.path(namespace).exists():
             return None
+        # counted right after the version was read, before the file's load: a writer that
+        # compacts version records meanwhile changes what the version just read leaves out
+        stored = _counted(self.store, namespace, version)
         loaded = self.files.load_sized(
             namespace, version, self._signature(), self.store.identity(namespace)
         )
         if loaded is None:
             return None
         snap = loaded[0]
-        stored = _counted(self.store, namespace, version)
         if len(snap) != stored:
-            # a writer killed between the batches of a split write: memories no version
-            # announces are in the store, and a file at that version lacks them
+            # memories no version announces (written before every Chroma call carried its
+            # version record, or through Chroma itself), or memories gone without a new
+            # version (a delete killed before announcing itself): the file is not that store
             log.warning(
                 "ignoring the snapshot file of %r: it holds %d memories, the store %d",
                 namespace,

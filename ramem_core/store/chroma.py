@@ -906,8 +906,9 @@ class ChromaStore:
     def counted(self, namespace: str, version: Version) -> int:
         """:meth:`count`, the namespace's version just read as ``version``: its version
         records (one per writer, :meth:`version`) are those the count leaves out, so they are
-        not read again. A writer's first record written since makes the count one too many, a
-        compaction since one too few: a caller comparing counts then sees a difference."""
+        not read again. Right only while those records stand: a writer's first record
+        written since counts as a memory, and a compaction since (:meth:`compact`, which may
+        drop several) as memories gone. Call it right after reading the version."""
         with _failing(f"counting the memories of namespace {namespace!r}"):
             collection = self._existing(namespace)
             if collection is None:

@@ -135,16 +135,24 @@ def test_a_file_that_misses_stored_memories_is_not_trusted(tmp_path: Path) -> No
     killed.close()
 
 
-def test_a_snapshot_file_lacking_unannounced_memories_is_refused(tmp_path: Path) -> None:
-    """Memories stored with no version record (what a writer killed mid-write, or one of
-    before the records, leaves): the namespace's file at that version holds fewer memories
-    than the store, so it is ignored and the snapshot rebuilt: they are served."""
+def _filed(tmp_path: Path) -> None:
+    """Two writers' pottery notes in ``tmp_path`` and a snapshot file at their version."""
+    for writer in range(2):
+        with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as memory:
+            notes = [_note(f"c{writer}{i}", f"Pottery note {writer}{i}.", i) for i in range(2)]
+            memory.add_conversations(notes)
     with (
         mock.patch("ramem_core.index.files.MIN_MEMORIES", 0),
-        RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as first,
+        RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as reader,
     ):
-        first.add_conversations([_note(f"c{i}", f"Pottery note {i}.", i) for i in range(3)])
-        first.recall("pottery")  # built, its file written at close
+        assert len(reader.store.version("default")) == 2
+        reader.recall("pottery")  # built from the store, its file written
+    assert any((tmp_path / "ramem-snapshots").glob("*.snapshot"))
+
+
+def _unannounced_kiln(tmp_path: Path) -> None:
+    """A memory stored with no version record (what a writer from before every Chroma call
+    carried its record leaves, or one writing through Chroma itself)."""
     silent = RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter())
     assert isinstance(silent.store, ChromaStore)
     collection = silent.store.collection("default")
@@ -156,13 +164,55 @@ def test_a_snapshot_file_lacking_unannounced_memories_is_refused(tmp_path: Path)
     silent.store._collections["default"] = _Patched(collection, upsert=without_its_record)  # type: ignore[assignment]
     silent.add_conversations([_note("kiln", "The kiln cracked today.", 9)])
     silent.close()
-    with (
-        mock.patch("ramem_core.index.files.MIN_MEMORIES", 0),
-        RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as restarted,
-    ):
-        assert restarted.snapshots.files is not None
-        assert restarted.snapshots.files.path("default").exists()
-        assert len(restarted.snapshots.get("default")) == 4
+
+
+def _restarted(tmp_path: Path) -> RaMem:
+    memory = RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter())
+    assert memory.snapshots.files is not None
+    assert memory.snapshots.files.path("default").exists()
+    return memory
+
+
+def test_a_snapshot_file_lacking_unannounced_memories_is_refused(tmp_path: Path) -> None:
+    """The namespace's file at the version holds fewer memories than the store: it is
+    ignored and the snapshot rebuilt, so the unannounced memory is served."""
+    _filed(tmp_path)
+    _unannounced_kiln(tmp_path)
+    with _restarted(tmp_path) as restarted:
+        assert len(restarted.snapshots.get("default")) == 5
+        assert "Ana: The kiln cracked today." in _texts(restarted)
+
+
+def test_a_snapshot_file_holding_memories_the_store_lost_is_refused(tmp_path: Path) -> None:
+    """A memory gone from the store with no new version (a delete killed before it announced
+    itself, or made through Chroma itself): the file at the version is not served."""
+    _filed(tmp_path)
+    with RaMem.open(tmp_path, embedder=HashEmbedder(), counter=WordCounter()) as memory:
+        assert isinstance(memory.store, ChromaStore)
+        gone = next(u for u in memory.store.get("default") if "note 00" in u.content)
+        memory.store.collection("default").delete(ids=[gone.id])  # no version record moves
+    with _restarted(tmp_path) as restarted:
+        assert len(restarted.snapshots.get("default")) == 3
+        assert "Ana: Pottery note 00." not in _texts(restarted)
+
+
+def test_a_compaction_during_a_file_load_never_hides_a_memory(tmp_path: Path) -> None:
+    """Another writer drops a version record while a file loads: the memories are counted
+    against the version records just read, before the load, so the drop cannot make the
+    store's count match a file that lacks a memory."""
+    _filed(tmp_path)
+    _unannounced_kiln(tmp_path)
+    with _restarted(tmp_path) as restarted:
+        assert isinstance(restarted.store, ChromaStore)
+        compactor = ChromaStore(restarted.store.client, HashEmbedder())
+        load = restarted.snapshots.files.load_sized  # type: ignore[union-attr]
+
+        def compacted_meanwhile(*args: Any, **kwargs: Any) -> Any:
+            assert compactor.compact("default", keep=2) == 1  # one of the two records
+            return load(*args, **kwargs)
+
+        with mock.patch.object(restarted.snapshots.files, "load_sized", compacted_meanwhile):
+            assert len(restarted.snapshots.get("default")) == 5
         assert "Ana: The kiln cracked today." in _texts(restarted)
 
 
