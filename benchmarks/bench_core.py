@@ -6,7 +6,7 @@ Run from the project root:
     python benchmarks/bench_core.py --sizes 1000 --queries 50   # quick look
     python benchmarks/bench_core.py --sizes 100000 --skip-locomo --ab /tmp/base   # A/B
 
-Prints tables and writes ``results/bench_core.json``. With ``--ab CHECKOUT`` each timed part
+Prints tables and writes ``benchmarks/results/bench_core.json``. With ``--ab CHECKOUT`` each timed part
 (ingest, then recall at each size) also runs on that checkout's ``ramem_core``, in a fresh
 process right after this tree's, and a table gives both trees' ratios side by side.
 
@@ -226,6 +226,12 @@ def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> d
         t1 = time.perf_counter()
         content.snapshots.get("bench")
         content_snapshot_s = time.perf_counter() - t1
+        # a built snapshot of this size writes its file in a thread (seconds at 100k): wait
+        # for both, or the first seconds of the timed loop share the cores with the writes
+        t1 = time.perf_counter()
+        memory.snapshots.persist()
+        content.snapshots.persist()
+        files_s = time.perf_counter() - t1
         grounded = sum(memory.frame(q).is_grounded for q in texts)
         for q in warmup:  # warm every path
             memory.recall(q, k=k)
@@ -264,6 +270,7 @@ def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> d
         "build_s": build_s,
         "snapshot_s": snapshot_s,
         "content_snapshot_s": content_snapshot_s,
+        "snapshot_files_s": files_s,
         "ramem_p50_ms": percentile(ramem_ms, 50),
         "ramem_p95_ms": percentile(ramem_ms, 95),
         "content_p50_ms": percentile(content_ms, 50),
@@ -377,7 +384,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--out", default=str(ROOT / "results" / "bench_core.json"))
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_core.json"))
     parser.add_argument("--skip-locomo", action="store_true")
     parser.add_argument("--ab", type=Path, help="another checkout, measured beside this one")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
