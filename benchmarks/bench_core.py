@@ -6,9 +6,9 @@ Run from the project root:
     python benchmarks/bench_core.py --sizes 1000 --queries 50   # quick look
     python benchmarks/bench_core.py --sizes 100000 --skip-locomo --ab /tmp/base   # A/B
 
-Prints tables and writes ``benchmarks/results/bench_core.json``. With ``--ab CHECKOUT`` each timed part
-(ingest, then recall at each size) also runs on that checkout's ``ramem_core``, in a fresh
-process right after this tree's, and a table gives both trees' ratios side by side.
+Prints tables and writes ``benchmarks/results/bench_core.json``. With ``--ab CHECKOUT`` each
+timed part (ingest, then recall at each size) also runs on that checkout's ``ramem_core``, in a
+fresh process right after this tree's, and a table gives both trees' ratios side by side.
 
 Measured side by side in one run on the same collection: RaMem ``recall`` (frame induction,
 episodic keys, validity stage), content-only ``recall`` (dense + BM25 on each memory's own
