@@ -244,14 +244,14 @@ def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> d
         for q in texts:  # interleaved so all see the same machine state
             t = time.perf_counter()
             memory.recall(q, k=k)
-            ramem_ms.append((time.perf_counter() - t) * 1000)
+            ramem_ms.append(ms_since(t))
             t = time.perf_counter()
             content.recall(q, k=k)
-            content_ms.append((time.perf_counter() - t) * 1000)
+            content_ms.append(ms_since(t))
             t = time.perf_counter()
             vector = embedder.embed([q])[0]
             collection.query(query_embeddings=[vector], n_results=k)  # documents + metadata
-            chroma_ms.append((time.perf_counter() - t) * 1000)
+            chroma_ms.append(ms_since(t))
         # the same questions again, in two blocks: with onnxruntime's spinning worker threads
         # (its default) and without (RaMem's default), new to the memory each time
         spin_ms, quiet_ms = [], []
@@ -262,7 +262,7 @@ def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> d
             for q in texts:
                 t = time.perf_counter()
                 memory.recall(q, k=k)
-                times.append((time.perf_counter() - t) * 1000)
+                times.append(ms_since(t))
     return {
         "memories": size,
         "queries": queries,
