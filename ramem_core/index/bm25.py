@@ -140,6 +140,10 @@ class LexicalIndex:
         """Number of live documents."""
         return self._live
 
+    def lengths(self, docs: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """The lengths (summed term counts) of documents ``docs``."""
+        return self._lengths[docs]
+
     def document(self, doc: int) -> dict[str, float] | None:
         """The term counts of document ``doc`` (``None`` once removed)."""
         return self._docs[doc] if self._alive[doc] else None

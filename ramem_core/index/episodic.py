@@ -26,13 +26,14 @@ kept current as a live session grows. How the keys' scores are fused into one ra
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.index import products
 from ramem_core.index.bm25 import LexicalIndex, Scores
 from ramem_core.index.shared import Rows
 from ramem_core.index.text import Tokenizer, add_weighted, term_counts
@@ -105,6 +106,42 @@ class _Rekeyed:
     tails: dict[int, int] = field(default_factory=dict)
 
 
+class OwnCounts:
+    """The own-word counts of a loaded index's rows, read a row at a time from its own-words
+    index's documents (as the file holds them: decoded when read, not at load); the rows of
+    later writes are appended as dicts. Supports what :class:`EpisodicIndex` does with its
+    list of counts: ``len``, indexing by row, ``extend`` and ``prefix``."""
+
+    __slots__ = ("_docs", "_extra", "_index")
+
+    def __init__(self, index: LexicalIndex, docs: npt.NDArray[np.int64]) -> None:
+        self._index, self._docs = index, docs
+        self._extra: list[dict[str, float]] = []
+
+    def __len__(self) -> int:
+        return len(self._docs) + len(self._extra)
+
+    def __getitem__(self, row: int) -> dict[str, float]:
+        n = len(self._docs)
+        if row >= n:
+            return self._extra[row - n]
+        return self._index.document(int(self._docs[row])) or {}
+
+    def __iter__(self) -> Iterator[dict[str, float]]:
+        return (self[row] for row in range(len(self)))
+
+    def extend(self, counts: Iterable[dict[str, float]]) -> None:
+        self._extra.extend(counts)
+
+    def prefix(self, n: int) -> OwnCounts:
+        """The counts of the first ``n`` rows, as counts of their own."""
+        if n <= len(self._docs):
+            return OwnCounts(self._index, self._docs[:n])
+        out = OwnCounts(self._index, self._docs)
+        out._extra = self._extra[: n - len(self._docs)]
+        return out
+
+
 class EpisodicIndex:
     """Lexical keys, own words and dense windows of a namespace's memories.
 
@@ -127,6 +164,7 @@ class EpisodicIndex:
         self.keys = keys or EpisodicKeys()
         self.tokenize = Tokenizer()
         n = len(units)
+        self.own_counts: list[dict[str, float]] | OwnCounts
         self.own_counts = [term_counts(self.tokenize(u.content)) for u in units]
         grouped: dict[tuple[str, str], list[int]] = defaultdict(list)
         for row, unit in enumerate(units):
@@ -234,7 +272,7 @@ class EpisodicIndex:
         new._patch_windows(self, vectors, n_old, n, touched, rekeyed.tails)
         return new
 
-    def _own_counts_with(self, units: Sequence[MemoryUnit]) -> list[dict[str, float]]:
+    def _own_counts_with(self, units: Sequence[MemoryUnit]) -> list[dict[str, float]] | OwnCounts:
         """Step 1: the own-word counts of ``units``: this index's, then the new rows'.
 
         Counts are appended, never changed: the newest index of a line extends the shared list
@@ -242,7 +280,7 @@ class EpisodicIndex:
         n_old = len(self.session_of)
         counts = self.own_counts
         if len(counts) != n_old:
-            counts = counts[:n_old]
+            counts = counts.prefix(n_old) if isinstance(counts, OwnCounts) else counts[:n_old]
         counts.extend(term_counts(self.tokenize(u.content)) for u in units[n_old:])
         return counts
 
@@ -322,7 +360,8 @@ class EpisodicIndex:
 
     def _extend_own_index(self, old: EpisodicIndex, n_old: int, n: int) -> None:
         """Step 5: the new rows' own words posted to the own-words index."""
-        self.own, docs = old.own.evolve([], self.own_counts[n_old:n])
+        counts = self.own_counts
+        self.own, docs = old.own.evolve([], [counts[row] for row in range(n_old, n)])
         self.own_doc = np.concatenate([old.own_doc, np.asarray(docs, dtype=np.int64)])
 
     def _patch_windows(
@@ -423,17 +462,23 @@ class EpisodicIndex:
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        state["own_counts"] = self.own_counts[: len(self.session_of)]  # this index's part
-        del state["tokenize"], state["_neighbour_rows"], state["_scale_rows"]  # made on load
+        # the own words' counts are the own-words index's documents: written once, with it
+        del state["own_counts"], state["tokenize"], state["_neighbour_rows"], state["_scale_rows"]
         state["_patch_arrays"] = None
         del state["_columns"]  # made on first use
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        self.own_counts = OwnCounts(self.own, self.own_doc)
         self._columns = None
         self.tokenize = Tokenizer()
         self._set_window_rows()
+
+    def own_lengths(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """How many words (counted as the own-words index counts them) each of ``rows``
+        says."""
+        return self.own.lengths(self.own_doc[rows])
 
     def lexical_scores(self, query: str) -> Scores:
         """BM25 of every row's lexical key for ``query``."""
@@ -443,7 +488,7 @@ class EpisodicIndex:
         """``cos(turn, q)`` of every row (zeros without vectors): one matrix-vector product."""
         if self.vectors is None:
             return np.zeros(len(self.session_of), dtype=np.float32)
-        return np.asarray(self.vectors @ vector, dtype=np.float32)
+        return np.asarray(products.cosines_with(self.vectors, vector), dtype=np.float32)
 
     def dense_scores(
         self, vector: npt.NDArray[np.float32], cosines: Scores | None = None

@@ -53,7 +53,7 @@ from ramem_core.types import Granularity, TimeSpan, Version
 
 log = logging.getLogger(__name__)
 
-FORMAT = 12
+FORMAT = 13
 """Raised whenever what a file holds changes shape; older files are then ignored (and the
 snapshot rebuilt from the store). 6: per-memory facts as named columns
 (:class:`~ramem_core.index.columns.MemoryColumns`), per-session turn counts and speakers,
@@ -61,7 +61,8 @@ open session documents. 7: what statements state, when said, their turn, as colu
 8: the header binds the store's identity of the namespace and a digest (and HMAC). 9: the
 state a statement names (the LLM anchorer's "updates"), as a column. 10: no session
 documents. 11: the speaker as a column. 12: speaker and state keys in every script (not only
-ASCII letters)."""
+ASCII letters). 13: the own words' counts are written once, as the own-words index's
+documents."""
 
 MIN_MEMORIES = 2_000
 """In a local directory, snapshots of at least this many memories are written when built from

@@ -136,8 +136,7 @@ def fusion_features(
         return zero if values is None else np.asarray(values[at], dtype=np.float64) * factor
 
     lexical = zero if ranking.lexical is None else np.asarray(ranking.lexical[at], np.float64)
-    counts = snap.index.own_counts
-    length = np.log1p([sum(counts[int(r)].values()) for r in at]) / np.log1p(100.0)
+    length = np.log1p(snap.index.own_lengths(at)) / np.log1p(100.0)
     out = {
         "dense": part("dense"),
         "lexical": part("lexical"),

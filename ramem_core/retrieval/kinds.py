@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.index import products
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.protocols import Embedder
 from ramem_core.states import KINDS, asks_about_state, kind_bits_of
@@ -138,10 +139,10 @@ class KindVectors:
                 self._vectors, self._neutral = both[: len(texts)], both[len(texts) :]
         if not len(vectors):
             return np.zeros(0, dtype=np.int64)
-        cosines = vectors @ self._vectors.T
+        cosines = products.cosines(vectors, self._vectors)
         best = cosines.argmax(axis=1)  # one kind per statement: the nearest prototype's
         top = cosines[np.arange(len(vectors)), best]
-        neutral = (vectors @ self._neutral.T).max(axis=1)
+        neutral = products.cosines(vectors, self._neutral).max(axis=1)
         near = (top >= self.threshold) & (top > neutral)
         found: npt.NDArray[np.int64] = np.where(near, self._bits[best], 0).astype(np.int64)
         return found

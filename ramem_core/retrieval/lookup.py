@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ramem_core.index import products
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.protocols import Embedder
 from ramem_core.retrieval.ranking import Probe
@@ -80,7 +81,7 @@ class SnapshotLookup:
             named = np.argpartition(-lexical, 2)[:3]
             rows = np.union1d(near, named)
             rows = rows[statements[rows]]
-        similarity = snap.vectors[rows] @ vector
+        similarity = products.cosines_with(snap.vectors[rows], vector)
         best = int(rows[int(np.argmax(similarity))])
         if float(similarity.max()) < self.min_similarity:
             return None

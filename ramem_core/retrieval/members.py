@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from ramem_core.embedding import normalize
 from ramem_core.errors import InvalidInputError
+from ramem_core.index import products
 from ramem_core.index.bm25 import LexicalIndex
 from ramem_core.index.snapshot import Mask, Snapshot
 from ramem_core.protocols import Embedder
@@ -244,7 +245,7 @@ def _near(
     """The terms nearest ``kind`` (cosine at least ``similarity``, at most ``nearest`` of
     them), without the question's own terms and their other forms (a shared four-letter
     start: "book" for "books"; the first round asked for those)."""
-    cosines = matrix @ kind
+    cosines = products.cosines_with(matrix, kind)
     n = min(round_.nearest, len(cosines))
     if n == 0:
         return {}

@@ -15,6 +15,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ramem_core.index import products
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.conditions import Conditions
 from ramem_core.retrieval.kinds import Kinds
@@ -67,7 +68,7 @@ def chains(
         at = at[(bits[at] != 0) | (columns["state_key"][at] != 0)]
     if len(at) < 2:
         return {}
-    cosine = snap.vectors[at] @ snap.vectors[at].T
+    cosine = products.cosines(snap.vectors[at], snap.vectors[at])
     similar = cosine >= threshold if threshold is not None else np.zeros(cosine.shape, bool)
     if kind_threshold is not None:
         of = bits[at]

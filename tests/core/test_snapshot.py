@@ -125,6 +125,10 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
                 got, want = _by_id(version, part(version)), _by_id(fresh, part(fresh))
                 assert got.keys() == want.keys()
                 np.testing.assert_allclose([got[i] for i in want], list(want.values()), rtol=1e-5)
+        own = version.index.own_counts  # read from the own-words index once reloaded
+        fresh_own = fresh.index.own_counts  # (a line's versions share it: newer rows follow)
+        for unit in version.units:
+            assert own[version.position[unit.id]] == fresh_own[fresh.position[unit.id]]
         for column in COLUMNS:  # every declared per-memory fact, a new one included
             got = _by_id(version, version.columns[column.name])
             want = _by_id(fresh, fresh.columns[column.name])
@@ -148,6 +152,36 @@ def test_a_snapshot_updated_turn_by_turn_scores_like_one_built_from_scratch(
         ]
         order = [fresh.position[u.id] for u in version.units]
         np.testing.assert_array_equal(version.involving("user"), fresh.involving("user")[order])
+
+
+def test_an_older_version_of_a_reloaded_snapshot_updates_from_its_own_rows() -> None:
+    """Versions of a line share their own-word counts, appended in place; an older version
+    updated again (a branch) counts only its own rows and the branch's."""
+    from dataclasses import replace
+
+    from ramem_core.index.files import through_file
+    from ramem_core.index.snapshot import Snapshot
+    from ramem_core.testing import HashEmbedder
+
+    embedder = HashEmbedder()
+    history, steps = _live_units(own_spans=True)
+    loaded = through_file(Snapshot(history, embedder.embed([u.content for u in history])))
+    versions = [loaded]
+    for step, _ in steps[:3]:
+        new = step[-1]
+        updated = versions[-1].updated(step, {new.id: embedder.embed([new.content])[0]})
+        assert updated is not None
+        versions.append(updated)
+    older = versions[2]  # two live turns in; a third and a fourth came after it
+    branch = replace(steps[3][0][-1], id="branch", content="user: the kiln cracked my vase")
+    turned = older.updated([branch], {branch.id: embedder.embed([branch.content])[0]})
+    assert turned is not None
+    units = [*history, *(step[-1] for step, _ in steps[:2]), branch]
+    fresh = Snapshot(units, embedder.embed([u.content for u in units]))
+    assert len(turned) == len(fresh)
+    for unit in fresh.units:
+        got = turned.index.own_counts[turned.position[unit.id]]
+        assert got == fresh.index.own_counts[fresh.position[unit.id]]
 
 
 def test_an_edited_content_is_not_an_update() -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ramem_core.index import products
 from ramem_core.retrieval.passes.base import Facts, Picks
 from ramem_core.types import Kind
 
@@ -41,7 +42,7 @@ class AfterTheirSources:
             return picks
         to_end = self.yield_ and not facts.frame.asks_dialogue
         vectors = snap.vectors[rows]
-        similar = (vectors[derived] @ vectors.T) >= self.threshold
+        similar = products.cosines(vectors[derived], vectors) >= self.threshold
         statements = ~derived
         keys: list[tuple[int, int, int, int]] = []
         d = 0
