@@ -1,6 +1,8 @@
 """Where the time of each cold path goes (issue 41): one LoCoMo dev conversation, this machine.
 
     python benchmarks/profile_paths.py build        # a snapshot built from the store, by part
+    python benchmarks/profile_paths.py cold         # a first recall with no snapshot file, and
+                                                    # its reads, through a chroma run server
     python benchmarks/profile_paths.py shared-file  # a first recall from a snapshot file, through
                                                     # a chroma run server
     python benchmarks/profile_paths.py add-turn     # add_turn on a local directory
@@ -18,6 +20,7 @@ import cProfile
 import pstats
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -30,6 +33,7 @@ from ramem_core.index.columns import MemoryColumns
 from ramem_core.index.episodic import EpisodicIndex
 from ramem_core.index.snapshot import Snapshot, session_spans
 from ramem_core.loaders import load_conversations
+from ramem_core.store.chroma import ChromaStore
 from ramem_core.testing import serve_chroma
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,7 +153,67 @@ def ingest(work: Path, top: int) -> None:
             pstats.Stats(profile).sort_stats("cumulative").print_stats(top)
 
 
-PATHS = {"build": build, "shared-file": shared_file, "add-turn": add_turn, "ingest": ingest}
+def cold(work: Path, top: int) -> None:
+    embedder = CachedEmbedder(MiniLMEmbedder(), CACHE)
+    conversation = load_conversations(DATA)[0]
+    with (
+        serve_chroma(work / "db") as port,
+        RaMem.open(host="127.0.0.1", port=port, embedder=embedder) as memory,
+    ):
+        users = [f"u{user}" for user in range(8)]
+        for user in users:
+            memory.add_conversation(conversation, namespace=user)
+        store = memory.store
+        assert isinstance(store, ChromaStore)
+        memory.recall("a first request pays for imports", namespace=users[0])
+        embedder.embed([QUESTION])
+        print(f"{store.count(users[0])} memories a user, through a chroma run server")
+
+        def get(user: str, include: list[str]) -> Callable[[], Any]:
+            return lambda: store.collection(user).get(include=include)
+
+        def both(user: str) -> None:  # the two reads of a load, at once
+            reader = threading.Thread(target=get(user, ["embeddings"]))
+            reader.start()
+            get(user, ["documents", "metadatas"])()
+            reader.join()
+
+        def first_recall(user: str) -> None:
+            memory.snapshots.invalidate(user)  # (a dict removal: not a cost to see)
+            memory.recall(QUESTION, namespace=user)
+
+        rows: dict[str, Callable[[str], Any]] = {
+            "bare Chroma get (documents, metadata, vectors)": lambda u: get(
+                u, ["documents", "metadatas", "embeddings"]
+            )(),
+            "  its documents and metadata alone": lambda u: get(u, ["documents", "metadatas"])(),
+            "  its vectors alone": lambda u: get(u, ["embeddings"])(),
+            "  the two at once": both,
+            "the store's load, in one read (decoded)": lambda u: store._read(
+                u, ids=None, where=None, vectors=True
+            ),
+            "the store's load (two reads at once, decoded)": store.load,
+            "first recall (a snapshot built from the store)": first_recall,
+        }
+        for name, run in rows.items():  # each row over the users in turn, 3 rounds
+            taken = []
+            for _ in range(3):
+                for user in users[1:]:
+                    start = time.perf_counter()
+                    run(user)
+                    taken.append((time.perf_counter() - start) * 1000)
+            print(f"{name:50} {statistics.median(taken):8.1f} ms")
+        memory.snapshots.invalidate(users[1])
+        _profiled(lambda: memory.recall(QUESTION, namespace=users[1]), top)
+
+
+PATHS = {
+    "build": build,
+    "cold": cold,
+    "shared-file": shared_file,
+    "add-turn": add_turn,
+    "ingest": ingest,
+}
 
 
 def main() -> None:
