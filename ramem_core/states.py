@@ -12,6 +12,7 @@ so deleting the later statement restores the earlier one.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _STATE_WORDS = (
     r"liv(?:e|es|ed|ing)|mov(?:e|ed|es|ing)|relocat\w*|address|based\s+in|home\s+is"
@@ -120,6 +121,16 @@ _STRICT_FOLDED, _FIRST_PERSON_FOLDED = _folded(_STRICT), _folded(_FIRST_PERSON)
 _KINDS_FOLDED = {kind: _folded(pattern) for kind, pattern in _KINDS.items()}
 
 
+def _any(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
+    """One pattern that matches where any of ``patterns`` does: a text none of them matches
+    (most of a conversation) is read once, not once per pattern."""
+    return re.compile("|".join(f"(?:{p.pattern})" for p in patterns))
+
+
+_STATES_FOLDED = _any((_STATE_FOLDED, _COUNT_FOLDED))
+_ANY_KIND_FOLDED = _any(_KINDS_FOLDED.values())
+
+
 KINDS = tuple(sorted(_KINDS))
 """The kinds of state, in the order of :func:`kind_bits`."""
 
@@ -139,7 +150,7 @@ def state_kinds(text: str) -> frozenset[str]:
     is about a residence, "my dentist appointment" about an appointment; a statement in
     which the speaker does not speak of themselves ("Ana moved to Porto") has none."""
     low = text.lower()
-    if _FIRST_PERSON_FOLDED.search(low) is None:
+    if _FIRST_PERSON_FOLDED.search(low) is None or _ANY_KIND_FOLDED.search(low) is None:
         return frozenset()
     return frozenset(kind for kind, pattern in _KINDS_FOLDED.items() if pattern.search(low))
 
@@ -147,8 +158,7 @@ def state_kinds(text: str) -> frozenset[str]:
 def states_something(text: str) -> bool:
     """True when ``text`` may state a state that a later statement can supersede: a state
     word ("live", "job", "currently", "switched") or a count."""
-    low = text.lower()
-    return _STATE_FOLDED.search(low) is not None or _COUNT_FOLDED.search(low) is not None
+    return _STATES_FOLDED.search(text.lower()) is not None
 
 
 def states_strictly(text: str) -> bool:

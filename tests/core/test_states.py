@@ -255,6 +255,30 @@ def test_questions_say_whether_they_ask_now_or_before(query: str, now: bool, ear
     assert asks_earlier(query) is earlier
 
 
+@pytest.mark.parametrize(
+    ("text", "something", "kinds"),
+    [
+        ("I have 37 coins in the jar now.", True, frozenset()),  # a count, no state word
+        ("We saw thirty geese.", True, frozenset()),
+        ("I baked bread.", False, frozenset()),
+        ("I switched to oat milk.", True, frozenset()),  # a state word, no kind
+        ("My boyfriend and I moved to Porto.", True, {"residence", "relationship"}),
+        ("I got hired at Initech and booked the movers.", True, {"work", "appointment"}),
+        ("Ana moved to Porto.", True, frozenset()),  # not of the speaker
+        ("My favourite is the blue one.", True, {"preference"}),
+    ],
+)
+def test_what_a_statement_states_one_pattern_at_a_time(
+    text: str, something: bool, kinds: frozenset[str]
+) -> None:
+    """Read with one pattern for all (a text none matches is read once): each part still
+    counts, a count as much as a state word, and every kind a statement names."""
+    from ramem_core.states import states_something
+
+    assert states_something(text) is something
+    assert state_kinds(text) == kinds
+
+
 def test_state_kinds_tell_a_residence_from_an_appointment() -> None:
     assert state_kinds("I moved to Porto last week.") == {"residence"}
     assert state_kinds("I live in Lisbon.") == {"residence"}
