@@ -6,8 +6,8 @@ in one process and in two processes at once (a worker per core, as ``bench_fleet
 Each product is timed 300 times with about a millisecond of Python work between (a recall's
 own), and the median is reported, in ms. OpenBLAS splits a large enough product over its
 threads; where the cores are busy a split product waits for a thread the scheduler has put
-aside. The RaMem columns are ``ramem_core.index.products`` as a recall runs them: off BLAS,
-but for a matrix-vector product of ``BLAS_FROM`` rows or more.
+aside. Each product is timed through BLAS (``@``), through ``einsum`` (never BLAS) and as a
+recall computes it (``ramem_core.index.products``: einsum below ``BLAS_FROM``, BLAS above).
 """
 
 from __future__ import annotations
@@ -44,18 +44,24 @@ SHAPES: dict[str, tuple[int, int]] = {
 }
 
 
-def _product(shape: tuple[int, int], off_blas: bool) -> Callable[[], Any]:
+def _product(shape: tuple[int, int], how: str) -> Callable[[], Any]:
+    """The product of ``shape`` through BLAS (``"blas"``), einsum (``"einsum"``) or as a
+    recall computes it (``"ramem"``)."""
     rng = np.random.default_rng(0)
     rows = rng.standard_normal((shape[0], DIM)).astype(np.float32)
+    other = rng.standard_normal((max(shape[1], 1), DIM)).astype(np.float32)
+    vector = other[0]
     if shape[1] == 0:
-        vector = rng.standard_normal(DIM).astype(np.float32)
-        if off_blas:
-            return lambda: products.cosines_with(rows, vector)
-        return lambda: rows @ vector
-    others = rng.standard_normal((shape[1], DIM)).astype(np.float32)
-    if off_blas:
-        return lambda: products.cosines(rows, others)
-    return lambda: rows @ others.T
+        return {
+            "blas": lambda: rows @ vector,
+            "einsum": lambda: np.einsum("ij,j->i", rows, vector),
+            "ramem": lambda: products.cosines_with(rows, vector),
+        }[how]
+    return {
+        "blas": lambda: rows @ other.T,
+        "einsum": lambda: np.einsum("ij,kj->ik", rows, other),
+        "ramem": lambda: products.cosines(rows, other),
+    }[how]
 
 
 def _python_work(steps: int = 20_000) -> int:
@@ -67,9 +73,9 @@ def _python_work(steps: int = 20_000) -> int:
     return total
 
 
-def timed(name: str, off_blas: bool, times: int = 300) -> float:
+def timed(name: str, how: str, times: int = 300) -> float:
     """Median ms of one product, ``times`` times, with Python work between."""
-    product = _product(SHAPES[name], off_blas)
+    product = _product(SHAPES[name], how)
     taken = []
     for _ in range(times):
         start = time.perf_counter()
@@ -79,15 +85,15 @@ def timed(name: str, off_blas: bool, times: int = 300) -> float:
     return round(statistics.median(taken), 3)
 
 
-def _worker(name: str, off_blas: bool, out: Any) -> None:
-    out.put(timed(name, off_blas))
+def _worker(name: str, how: str, out: Any) -> None:
+    out.put(timed(name, how))
 
 
-def at_once(name: str, off_blas: bool, processes: int) -> float:
+def at_once(name: str, how: str, processes: int) -> float:
     """The slower of ``processes`` processes' medians, all timing the product at once."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    workers = [ctx.Process(target=_worker, args=(name, off_blas, queue)) for _ in range(processes)]
+    workers = [ctx.Process(target=_worker, args=(name, how, queue)) for _ in range(processes)]
     for worker in workers:
         worker.start()
     found = [queue.get() for _ in workers]
@@ -102,19 +108,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args()
     rows = []
-    print(f"{'product':<36}{'BLAS, 1 process':>17}{'RaMem':>10}", end="")
-    print(f"{f'BLAS, {args.processes} at once':>20}{'RaMem':>10}")
+    hows = ("blas", "einsum", "ramem")
+    heads = [f"{how}, alone" for how in hows] + [f"{how}, {args.processes} at once" for how in hows]
+    print(f"{'product':<36}" + "".join(f"{head:>18}" for head in heads))
     for name in SHAPES:
-        row = {
-            "product": name,
-            "blas_alone_ms": timed(name, False),
-            "ramem_alone_ms": timed(name, True),
-            "blas_at_once_ms": at_once(name, False, args.processes),
-            "ramem_at_once_ms": at_once(name, True, args.processes),
-        }
+        row: dict[str, Any] = {"product": name}
+        for how in hows:
+            row[f"{how}_alone_ms"] = timed(name, how)
+        for how in hows:
+            row[f"{how}_at_once_ms"] = at_once(name, how, args.processes)
         rows.append(row)
-        print(f"{name:<36}{row['blas_alone_ms']:>17}{row['ramem_alone_ms']:>10}", end="")
-        print(f"{row['blas_at_once_ms']:>20}{row['ramem_at_once_ms']:>10}", flush=True)
+        values = [row[f"{how}_alone_ms"] for how in hows] + [
+            row[f"{how}_at_once_ms"] for how in hows
+        ]
+        print(f"{name:<36}" + "".join(f"{v:>18}" for v in values), flush=True)
     result = {"processes": args.processes, "cpus": os.cpu_count(), "products": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

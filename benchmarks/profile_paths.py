@@ -3,6 +3,7 @@
     python benchmarks/profile_paths.py build        # a snapshot built from the store, by part
     python benchmarks/profile_paths.py cold         # a first recall with no snapshot file, and
                                                     # its reads, through a chroma run server
+                                                    # (and the get split in two, at once)
     python benchmarks/profile_paths.py shared-file  # a first recall from a snapshot file, through
                                                     # a chroma run server
     python benchmarks/profile_paths.py add-turn     # add_turn on a local directory
@@ -189,10 +190,7 @@ def cold(work: Path, top: int) -> None:
             "  its documents and metadata alone": lambda u: get(u, ["documents", "metadatas"])(),
             "  its vectors alone": lambda u: get(u, ["embeddings"])(),
             "  the two at once": both,
-            "the store's load, in one read (decoded)": lambda u: store._read(
-                u, ids=None, where=None, vectors=True
-            ),
-            "the store's load (two reads at once, decoded)": store.load,
+            "the store's load (the get, decoded)": store.load,
             "first recall (a snapshot built from the store)": first_recall,
         }
         for name, run in rows.items():  # each row over the users in turn, 3 rounds

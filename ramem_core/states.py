@@ -123,8 +123,13 @@ _KINDS_FOLDED = {kind: _folded(pattern) for kind, pattern in _KINDS.items()}
 
 def _any(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
     """One pattern that matches where any of ``patterns`` does: a text none of them matches
-    (most of a conversation) is read once, not once per pattern."""
-    return re.compile("|".join(f"(?:{p.pattern})" for p in patterns))
+    (most of a conversation) is read once, not once per pattern. They must share their
+    flags (each is a plain alternation: no groups it refers back to)."""
+    patterns = list(patterns)
+    flags = {p.flags for p in patterns}
+    if len(flags) != 1 or any(p.groupindex for p in patterns):
+        raise ValueError("patterns with other flags or named groups cannot be joined")
+    return re.compile("|".join(f"(?:{p.pattern})" for p in patterns), flags.pop())
 
 
 _STATES_FOLDED = _any((_STATE_FOLDED, _COUNT_FOLDED))

@@ -122,6 +122,8 @@ class OwnCounts:
         return len(self._docs) + len(self._extra)
 
     def __getitem__(self, row: int) -> dict[str, float]:
+        if row < 0:
+            raise IndexError(f"row {row}: rows count from 0")
         n = len(self._docs)
         if row >= n:
             return self._extra[row - n]
@@ -164,8 +166,9 @@ class EpisodicIndex:
         self.keys = keys or EpisodicKeys()
         self.tokenize = Tokenizer()
         n = len(units)
-        self.own_counts: list[dict[str, float]] | OwnCounts
-        self.own_counts = [term_counts(self.tokenize(u.content)) for u in units]
+        self.own_counts: list[dict[str, float]] | OwnCounts = [
+            term_counts(self.tokenize(u.content)) for u in units
+        ]
         grouped: dict[tuple[str, str], list[int]] = defaultdict(list)
         for row, unit in enumerate(units):
             grouped[session_key(unit)].append(row)

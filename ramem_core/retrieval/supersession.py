@@ -161,7 +161,8 @@ def restated(
     members: dict[int, list[tuple[datetime, int]]] = {}
     for row in statements:
         unit = snap.units[row]
-        covered = sum(weight[t] for t in asked if t in counts[row])
+        said_here = counts[row]  # (decoded once: a loaded snapshot reads it off its file)
+        covered = sum(weight[t] for t in asked if t in said_here)
         if covered < share * total or (value and not values(unit.content) - named):
             continue
         members.setdefault(int(speakers[row]), []).append((_said(unit)[0], row))

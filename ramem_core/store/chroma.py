@@ -972,39 +972,8 @@ class ChromaStore:
         ]
 
     def load(self, namespace: str) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
-        """Every memory of ``namespace`` with its vector (rows in the same order).
-
-        From a server, the vectors are read by a second request beside the one for the
-        documents and fields: decoded, 64 ms where one request takes 75 for 419 memories
-        (``python benchmarks/profile_paths.py cold``). When the two see different records (a
-        write between them), they are read again in one request."""
-        if not self.remote:
-            return self._get(namespace, vectors=True)
-        with _failing(f"reading the memories of namespace {namespace!r}"):
-            collection = self._existing(namespace)
-            if collection is None:
-                return [], np.zeros((0, self.embedder.dimension), dtype=np.float32)
-            pages: list[dict[str, Any]] = []
-            failed: list[BaseException] = []
-
-            def vectors() -> None:
-                try:
-                    pages.extend(_pages(collection, ["embeddings"]))
-                except BaseException as exc:  # raised below, in the caller's thread
-                    failed.append(exc)
-
-            reader = threading.Thread(target=vectors, daemon=True)
-            reader.start()
-            fields = list(_pages(collection, ["documents", "metadatas"]))
-            reader.join()
-            if failed:
-                raise failed[0]
-            ids = [i for page in fields for i in page["ids"]]
-            if ids != [i for page in pages for i in page["ids"]]:
-                return self._read(namespace, ids=None, where=None, vectors=True)
-            for page, found in zip(fields, pages, strict=True):
-                page["embeddings"] = found["embeddings"]
-            return self._decoded(fields, vectors=True)
+        """Every memory of ``namespace`` with its vector (rows in the same order)."""
+        return self._get(namespace, vectors=True)
 
     def _get(
         self,

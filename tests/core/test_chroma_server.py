@@ -11,7 +11,6 @@ import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -351,56 +350,17 @@ def _stored(store: ChromaStore, namespace: str) -> dict[str, np.ndarray]:
     }
 
 
-def test_a_load_from_a_server_reads_fields_and_vectors_apart_and_pairs_them(
+def test_a_load_of_many_pages_pairs_every_memory_with_its_vector(
     chroma_server: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    memory = _client(chroma_server, "split-load")
+    monkeypatch.setattr(chroma_module, "_BATCH", 2)  # six memories and a version record
+    memory = _client(chroma_server, "split-pages")
     memory.add_conversation(two_trips())
     store = memory.store
     assert isinstance(store, ChromaStore)
-    reads: list[list[str]] = []
-    pages = chroma_module._pages
-
-    def counted(collection: Any, include: list[str], *args: Any) -> Iterator[dict[str, Any]]:
-        reads.append(include)
-        return pages(collection, include, *args)
-
-    monkeypatch.setattr(chroma_module, "_pages", counted)
-    units, vectors = store.load("split-load")
-    assert sorted(reads) == [["documents", "metadatas"], ["embeddings"]]
-    stored = _stored(store, "split-load")
+    units, vectors = store.load("split-pages")
+    stored = _stored(store, "split-pages")
     assert sorted(u.id for u in units) == sorted(stored)
-    for unit, vector in zip(units, vectors, strict=True):
-        np.testing.assert_array_equal(vector, stored[unit.id])
-    memory.drop()
-    memory.close()
-
-
-def test_a_write_between_the_two_reads_of_a_load_is_read_again_in_one(
-    chroma_server: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    memory = _client(chroma_server, "split-race")
-    memory.add_conversation(two_trips())
-    store = memory.store
-    assert isinstance(store, ChromaStore)
-    pages = chroma_module._pages
-    late = two_trips().sessions[0].turns[0]
-
-    fired: list[bool] = []
-
-    def racing(collection: Any, include: list[str], *args: Any) -> Iterator[dict[str, Any]]:
-        if include == ["documents", "metadatas"] and not fired:  # the fields, read second
-            fired.append(True)
-            memory.add_turn(
-                late.speaker, "a turn written between the two reads", at=datetime(2023, 9, 2, 10)
-            )
-        return pages(collection, include, *args)
-
-    monkeypatch.setattr(chroma_module, "_pages", racing)
-    units, vectors = store.load("split-race")
-    monkeypatch.setattr(chroma_module, "_pages", pages)
-    stored = _stored(store, "split-race")
-    assert len(units) == len(vectors) == len(stored)
     for unit, vector in zip(units, vectors, strict=True):
         np.testing.assert_array_equal(vector, stored[unit.id])
     memory.drop()

@@ -14,7 +14,7 @@ CORE = Path(__file__).resolve().parents[2] / "ramem_core"
 
 ON_BLAS = {"products.py", "fusion.py"}
 """Modules whose ``@`` products may go to BLAS: the rule itself, and the learned fusion's
-candidates (about 50) times its 14 weights, too small for BLAS to split."""
+candidates (about 50) times its 11 weights, too small for BLAS to split."""
 
 
 def test_products_are_the_matrix_products() -> None:
@@ -50,6 +50,14 @@ def test_a_large_product_goes_to_blas_and_gives_the_same(monkeypatch: pytest.Mon
     on = products.cosines_with(watched, rows[1])
     assert multiplied == [12]
     assert np.asarray(on).dtype == np.asarray(off).dtype == np.float32
+    np.testing.assert_allclose(on, off, atol=1e-6)
+    # rows times others: 12 x 3 products
+    monkeypatch.setattr(products, "BLAS_FROM", 37)
+    off = products.cosines(watched, rows[:3])
+    assert multiplied == [12]
+    monkeypatch.setattr(products, "BLAS_FROM", 36)
+    on = products.cosines(watched, rows[:3])
+    assert multiplied == [12, 12]
     np.testing.assert_allclose(on, off, atol=1e-6)
 
 

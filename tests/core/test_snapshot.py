@@ -182,6 +182,8 @@ def test_an_older_version_of_a_reloaded_snapshot_updates_from_its_own_rows() -> 
     for unit in fresh.units:
         got = turned.index.own_counts[turned.position[unit.id]]
         assert got == fresh.index.own_counts[fresh.position[unit.id]]
+    with pytest.raises(IndexError, match="rows count from 0"):
+        turned.index.own_counts[-1]  # not the last row of another version's list
 
 
 def test_an_edited_content_is_not_an_update() -> None:

@@ -279,6 +279,40 @@ def test_what_a_statement_states_one_pattern_at_a_time(
     assert state_kinds(text) == kinds
 
 
+def test_the_joined_patterns_answer_as_the_patterns_one_by_one() -> None:
+    """On every statement of both phrasing sets (benchmarks/data), a statement states
+    something, and speaks of a kind, exactly where one of the patterns alone says so."""
+    import json
+    from pathlib import Path
+
+    from ramem_core import states
+
+    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    texts = [
+        turn["text"].lower()
+        for name in ("state_phrasings.json", "unchanged_phrasings.json")
+        for scenario in json.loads((data / name).read_text(encoding="utf-8"))["scenarios"]
+        for turn in scenario["turns"]
+    ]
+    assert len(texts) > 1000
+    kinds = list(states._KINDS_FOLDED.values())
+    for text in texts:
+        alone = bool(states._STATE_FOLDED.search(text) or states._COUNT_FOLDED.search(text))
+        assert bool(states._STATES_FOLDED.search(text)) is alone, text
+        assert bool(states._ANY_KIND_FOLDED.search(text)) is any(k.search(text) for k in kinds)
+
+
+def test_patterns_that_cannot_be_joined_are_refused() -> None:
+    import re
+
+    from ramem_core import states
+
+    with pytest.raises(ValueError, match="cannot be joined"):
+        states._any([re.compile("a"), re.compile("b", re.IGNORECASE)])
+    with pytest.raises(ValueError, match="cannot be joined"):
+        states._any([re.compile("(?P<x>a)"), re.compile("b")])
+
+
 def test_state_kinds_tell_a_residence_from_an_appointment() -> None:
     assert state_kinds("I moved to Porto last week.") == {"residence"}
     assert state_kinds("I live in Lisbon.") == {"residence"}
