@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -68,28 +68,6 @@ _BATCH = 2000  # ids per read or delete: below Chroma's max batch size on every 
 _OPEN_COLLECTIONS = 32  # collection handles kept open (each holds file descriptors locally)
 Where = Mapping[str, Any]
 log = logging.getLogger(__name__)
-
-
-def _pages(
-    collection: Collection,
-    include: list[str],
-    ids: Sequence[str] | None = None,
-    where: Where | None = None,
-) -> Iterator[dict[str, Any]]:
-    """A collection's records, ``include``'s fields, :data:`_BATCH` a read: one huge get would
-    hold everything twice in memory."""
-    offset = 0
-    while True:
-        kwargs: dict[str, Any] = {"include": include, "limit": _BATCH, "offset": offset}
-        if ids is not None:
-            kwargs["ids"] = list(ids)
-        if where is not None:
-            kwargs["where"] = where
-        result: dict[str, Any] = dict(collection.get(**kwargs))
-        yield result
-        if len(result["ids"]) < _BATCH:
-            return
-        offset += _BATCH
 
 
 @contextmanager
@@ -973,7 +951,8 @@ class ChromaStore:
 
     def load(self, namespace: str) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
         """Every memory of ``namespace`` with its vector (rows in the same order)."""
-        return self._get(namespace, vectors=True)
+        units, vectors = self._get(namespace, vectors=True)
+        return units, vectors
 
     def _get(
         self,
@@ -994,19 +973,21 @@ class ChromaStore:
         where: Where | None,
         vectors: bool,
     ) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
+        dim = self.embedder.dimension
         collection = self._existing(namespace)
         if collection is None:
-            return [], np.zeros((0, self.embedder.dimension), dtype=np.float32)
+            return [], np.zeros((0, dim), dtype=np.float32)
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
-        return self._decoded(_pages(collection, include, ids, where), vectors=vectors)
-
-    def _decoded(
-        self, pages: Iterable[Mapping[str, Any]], *, vectors: bool
-    ) -> tuple[list[MemoryUnit], npt.NDArray[np.float32]]:
-        """The memories of read pages (version records left out), and their vectors."""
         units: list[MemoryUnit] = []
         rows: list[npt.NDArray[np.float32]] = []
-        for result in pages:
+        offset = 0
+        while True:  # page through: one huge get would hold everything twice in memory
+            kwargs: dict[str, Any] = {"include": include, "limit": _BATCH, "offset": offset}
+            if ids is not None:
+                kwargs["ids"] = list(ids)
+            if where is not None:
+                kwargs["where"] = where
+            result = collection.get(**kwargs)
             documents = result["documents"] or []
             metadatas = result["metadatas"] or []
             memories = [not i.startswith(VERSION_ID) for i in result["ids"]]
@@ -1019,6 +1000,8 @@ class ChromaStore:
             )
             if vectors and any(memories):
                 rows.append(np.asarray(result["embeddings"], dtype=np.float32)[memories])
-        dim = self.embedder.dimension
+            if len(result["ids"]) < _BATCH:
+                break
+            offset += _BATCH
         matrix = np.concatenate(rows) if rows else np.zeros((0, dim), dtype=np.float32)
         return units, matrix
