@@ -121,14 +121,66 @@ _STRICT_FOLDED, _FIRST_PERSON_FOLDED = _folded(_STRICT), _folded(_FIRST_PERSON)
 _KINDS_FOLDED = {kind: _folded(pattern) for kind, pattern in _KINDS.items()}
 
 
+def _alternatives(body: str) -> list[str] | None:
+    """The top-level alternatives of a group's ``body``; ``None`` when ``body`` is not one
+    group's inside (a ``)`` closes what it did not open)."""
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\":
+            i += 1  # the escaped character is never a bracket or a bar
+        elif char == "[":  # a class, to its "]" ("[]...]" and "[^]...]" hold a first "]")
+            i += 2 if body[i + 1 : i + 2] == "^" else 1
+            i += 1 if body[i : i + 1] == "]" else 0
+            while body[i] != "]":
+                i += 2 if body[i] == "\\" else 1
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+            if depth < 0:
+                return None
+        elif char == "|" and depth == 0:
+            out.append(body[start:i])
+            start = i + 1
+        i += 1
+    out.append(body[start:])
+    return out
+
+
+def _by_first_letter(alternatives: list[str]) -> str:
+    """``alternatives`` as one alternation that tries each first letter once: "live|love|job"
+    becomes "l(?:ive|ove)|job", the same words (the engine tries every alternative at every
+    word, stopping at a first letter that differs; a first letter that matches descends into
+    its own)."""
+    groups: dict[str, list[str]] = {}
+    rest: list[str] = []
+    for alternative in alternatives:
+        head = alternative[:1]
+        if head.isascii() and head.isalnum() and alternative[1:2] not in ("?", "*", "+", "{"):
+            groups.setdefault(head, []).append(alternative[1:])
+        else:  # an escape, a group or a class first, or a quantified first letter
+            rest.append(alternative)
+    merged = [h + (t[0] if len(t) == 1 else f"(?:{'|'.join(t)})") for h, t in groups.items()]
+    return "|".join(merged + rest)
+
+
+_WORDS = re.compile(r"\\b\(\?:(.*)\)\\b", re.DOTALL)
+"""A pattern of whole words: ``\\b(?:...)\\b``."""
+
+
 def _any(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
     """One pattern that matches where any of ``patterns`` does: a text none of them matches
     (most of a conversation) is read once, not once per pattern. They must share their
-    flags (each is a plain alternation: no groups it refers back to)."""
+    flags (each is a plain alternation: no groups it refers back to). Patterns of whole words
+    are joined into one alternation, tried by first letter (:func:`_by_first_letter`)."""
     patterns = list(patterns)
     flags = {p.flags for p in patterns}
     if len(flags) != 1 or any(p.groupindex for p in patterns):
         raise ValueError("patterns with other flags or named groups cannot be joined")
+    found = [_WORDS.fullmatch(p.pattern) for p in patterns]
+    words = [_alternatives(m.group(1)) if m else None for m in found]
+    if all(w is not None for w in words):
+        joined = _by_first_letter([a for w in words if w is not None for a in w])
+        return re.compile(rf"\b(?:{joined})\b", flags.pop())
     return re.compile("|".join(f"(?:{p.pattern})" for p in patterns), flags.pop())
 
 

@@ -196,6 +196,44 @@ class LexicalIndex:
         self._arrays.clear()
         self._length_array = None
 
+    @classmethod
+    def of_columns(
+        cls,
+        terms: Sequence[str],
+        offsets: npt.NDArray[np.int64],
+        doc_terms: npt.NDArray[np.int64],
+        doc_tfs: npt.NDArray[np.float64],
+        k1: float = 1.5,
+        b: float = 0.75,
+    ) -> LexicalIndex:
+        """An index of documents given as columns, the form a snapshot file holds: document
+        ``d`` holds the terms ``terms[doc_terms[offsets[d]:offsets[d + 1]]]``, each once, with
+        the positive weights ``doc_tfs`` alongside; every term of ``terms`` is in some
+        document."""
+        n = len(offsets) - 1
+        of_doc = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+        order = np.argsort(doc_terms, kind="stable")  # by term, each term's docs ascending
+        df = np.bincount(doc_terms, minlength=len(terms))
+        lengths = np.bincount(of_doc, weights=doc_tfs, minlength=n)
+        index = cls.__new__(cls)
+        index.__setstate__(
+            {
+                "k1": k1,
+                "b": b,
+                "terms": list(terms),
+                "posting_offsets": np.concatenate([[0], np.cumsum(df)]),
+                "posting_docs": of_doc[order],
+                "posting_tfs": np.asarray(doc_tfs[order], dtype=np.float32),
+                "docs": FrozenDocs(list(terms), offsets, doc_terms, doc_tfs, np.ones(n, bool)),
+                "lengths": lengths,
+                "df_terms": list(terms),
+                "df_counts": df,
+                "live": n,
+                "total_length": float(sum(lengths.tolist())),
+            }
+        )
+        return index
+
     def _build(self, documents: Sequence[dict[str, float]]) -> None:
         """Index ``documents`` into an empty index as columns: the posting arrays are made
         with one sort (the form a snapshot file loads), posting lists only for terms that a

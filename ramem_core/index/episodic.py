@@ -176,13 +176,11 @@ class EpisodicIndex:
         self.session_number = {key: number for number, key in enumerate(grouped)}
         self.session_rows = [_in_turn_order(units, rows) for rows in grouped.values()]
         self.session_of = np.zeros(n, dtype=np.int64)
-        keys_of: list[dict[str, float]] = [{} for _ in range(n)]
         for number, rows in enumerate(self.session_rows):
             self.session_of[rows] = number
-            for row, key in zip(rows, self._session_keys(rows), strict=True):
-                keys_of[int(row)] = key
-        self.lexical = LexicalIndex()
-        self.lexical.extend(keys_of)
+        self.lexical = LexicalIndex.of_columns(
+            *neighbour_keys(self.own_counts, self.session_rows, self.keys.neighbours)
+        )
         self.row_doc = np.arange(n, dtype=np.int64)  # row -> document of self.lexical
         # every memory's own words: what the second round and the restated values read
         self.own = LexicalIndex()
@@ -526,6 +524,68 @@ class EpisodicIndex:
             held = (self.neighbours, np.ascontiguousarray(self.neighbours.T))
             self._columns = held
         return held[1]
+
+
+def neighbour_keys(
+    own: Sequence[dict[str, float]],
+    session_rows: Sequence[npt.NDArray[np.int64]],
+    weights: Sequence[float],
+) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Every row's lexical key as columns (:meth:`LexicalIndex.of_columns`): its own term
+    counts plus ``weights[d - 1]`` times those of the turns ``d`` before and after it in its
+    session (``session_rows``: each session's rows in turn order). The same sums, added in
+    the same order, as :meth:`EpisodicIndex._session_keys` makes one dictionary at a time."""
+    terms: list[str] = []
+    tfs: list[float] = []
+    sizes: list[int] = []
+    for counts in own:
+        terms.extend(counts)
+        tfs.extend(counts.values())
+        sizes.append(len(counts))
+    vocabulary = {term: number for number, term in enumerate(dict.fromkeys(terms))}
+    ids = np.fromiter(map(vocabulary.__getitem__, terms), np.int64, len(terms))
+    values = np.asarray(tfs, dtype=np.float64)
+    size = np.asarray(sizes, dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64)
+    n = len(own)
+    # (row, the row whose words it takes, weight): its own first, then distance 1 before and
+    # after, distance 2 before and after, ...: the order _session_keys adds them in
+    every = np.arange(n, dtype=np.int64)
+    targets: list[npt.NDArray[np.int64]] = [every]
+    sources: list[npt.NDArray[np.int64]] = [every]
+    scales: list[npt.NDArray[np.float64]] = [np.ones(n)]
+    for distance, weight in enumerate(weights, start=1):
+        if weight <= 0:
+            continue  # a zero weight adds no term (BM25 keeps positive tf only)
+        for side in (0, 1):
+            for rows in session_rows:
+                if len(rows) > distance:
+                    later, earlier = rows[distance:], rows[:-distance]
+                    targets.append(later if side == 0 else earlier)
+                    sources.append(earlier if side == 0 else later)
+                    scales.append(np.full(len(later), weight))
+    target, source = np.concatenate(targets), np.concatenate(sources)
+    scale: npt.NDArray[np.float64] = np.concatenate(scales)
+    # each pair's entries: the source's terms, in the source's order
+    count = size[source]
+    first = np.repeat(start[source] - (np.cumsum(count) - count), count)
+    entry = first + np.arange(int(count.sum()), dtype=np.int64)
+    row, term = np.repeat(target, count), ids[entry]
+    value = values[entry] * np.repeat(scale, count)
+    # stable: a row's entries of one term stay in the order above, summed left to right
+    order = np.argsort(row * len(vocabulary) + term, kind="stable")
+    row, term, value = row[order], term[order], value[order]
+    new = np.ones(len(row), dtype=bool)
+    new[1:] = (row[1:] != row[:-1]) | (term[1:] != term[:-1])
+    group = np.cumsum(new) - 1
+    heads = np.flatnonzero(new)
+    summed = value[heads].copy()
+    place = np.arange(len(row)) - heads[group]  # each entry's place within its group
+    for k in range(1, int(place.max(initial=0)) + 1):
+        at = place == k
+        summed[group[at]] += value[at]
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(row[heads], minlength=n))])
+    return list(vocabulary), offsets.astype(np.int64), term[heads], np.asarray(summed, np.float64)
 
 
 def _with_window(

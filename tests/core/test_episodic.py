@@ -34,6 +34,22 @@ def test_lexical_keys_carry_neighbour_turns_with_their_weights() -> None:
     assert plain[2] == 0.0
 
 
+@pytest.mark.parametrize("weights", [(0.5, 0.25), (0.3, 0.7, 0.1), (0.0, 0.4), ()])
+def test_a_build_keys_each_row_as_the_live_update_does(weights: tuple[float, ...]) -> None:
+    """The build makes every key at once from columns; a live update makes a few keys one at
+    a time: the same terms with the same weights, whatever the neighbour weights."""
+    units = [
+        *UNITS,
+        unit_at("a4", "A", 3, "Alice: Bowls and cups, bowls again."),
+        unit_at("a5", "A", 4, "Ben: Cold cups of tea with Alice."),
+        unit_at("b2", "B", 1, "Alice: The river, the river!", day=9),
+    ]
+    index = EpisodicIndex(units, keys=EpisodicKeys(neighbours=weights))
+    for rows in index.session_rows:
+        for row, key in zip(rows.tolist(), index._session_keys(rows), strict=True):
+            assert index.lexical.document(int(index.row_doc[row])) == key
+
+
 def test_dense_key_adds_the_window_cosine() -> None:
     vectors = np.eye(4, dtype=np.float32)  # a2, a1, a3, b1 orthogonal
     index = EpisodicIndex(UNITS, vectors, EpisodicKeys(window=1))

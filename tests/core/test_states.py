@@ -302,6 +302,27 @@ def test_the_joined_patterns_answer_as_the_patterns_one_by_one() -> None:
         assert bool(states._ANY_KIND_FOLDED.search(text)) is any(k.search(text) for k in kinds)
 
 
+def test_whole_word_patterns_are_joined_by_first_letter() -> None:
+    """Patterns of whole words become one alternation tried by first letter; a bar or a
+    bracket inside a group or a class is not a top-level alternative."""
+    import re
+
+    from ramem_core import states
+
+    assert states._alternatives(r"a(?:b|c)|[|(]x|\(|d") == [r"a(?:b|c)", "[|(]x", r"\(", "d"]
+    assert states._alternatives(r"a)\b|\b(?:b") is None  # two groups, not one
+    joined = states._any([re.compile(r"\b(?:live|lov\w*)\b"), re.compile(r"\b(?:job|\d+)\b")])
+    assert joined.pattern == r"\b(?:l(?:ive|ov\w*)|job|\d+)\b"
+    assert [bool(joined.search(t)) for t in ("loved it", "my job", "at 9", "olive")] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+    other = states._any([re.compile(r"\bmy\b"), re.compile(r"\b(?:a?b)\b")])
+    assert other.pattern == r"(?:\bmy\b)|(?:\b(?:a?b)\b)"  # not one group each: as written
+
+
 def test_patterns_that_cannot_be_joined_are_refused() -> None:
     import re
 
