@@ -165,6 +165,8 @@ def _by_first_letter(alternatives: list[str]) -> str:
 
 _WORDS = re.compile(r"\\b\(\?:(.*)\)\\b", re.DOTALL)
 """A pattern of whole words: ``\\b(?:...)\\b``."""
+_REFERS = re.compile(r"\\[1-9]|\(\?\(")
+"""A back reference or a conditional: a group numbered in its own pattern."""
 
 
 def _any(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
@@ -174,14 +176,18 @@ def _any(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
     are joined into one alternation, tried by first letter (:func:`_by_first_letter`)."""
     patterns = list(patterns)
     flags = {p.flags for p in patterns}
-    if len(flags) != 1 or any(p.groupindex for p in patterns):
-        raise ValueError("patterns with other flags or named groups cannot be joined")
-    found = [_WORDS.fullmatch(p.pattern) for p in patterns]
+    if len(flags) != 1 or any(p.groupindex or _REFERS.search(p.pattern) for p in patterns):
+        raise ValueError("patterns with other flags or groups they refer to cannot be joined")
+    flag = flags.pop()
+    # a verbose pattern's spaces and any pattern's comments are not words: joined as written
+    plain = bool(flag & re.VERBOSE) or any("(?#" in p.pattern for p in patterns)
+    found = [None if plain else _WORDS.fullmatch(p.pattern) for p in patterns]
     words = [_alternatives(m.group(1)) if m else None for m in found]
     if all(w is not None for w in words):
         joined = _by_first_letter([a for w in words if w is not None for a in w])
-        return re.compile(rf"\b(?:{joined})\b", flags.pop())
-    return re.compile("|".join(f"(?:{p.pattern})" for p in patterns), flags.pop())
+        return re.compile(rf"\b(?:{joined})\b", flag)
+    end = "\n" if flag & re.VERBOSE else ""  # a verbose pattern's last comment ends there
+    return re.compile("|".join(f"(?:{p.pattern}{end})" for p in patterns), flag)
 
 
 _STATES_FOLDED = _any((_STATE_FOLDED, _COUNT_FOLDED))

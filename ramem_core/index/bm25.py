@@ -211,6 +211,7 @@ class LexicalIndex:
         the positive weights ``doc_tfs`` alongside; every term of ``terms`` is in some
         document."""
         n = len(offsets) - 1
+        vocabulary = list(terms)
         of_doc = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
         order = np.argsort(doc_terms, kind="stable")  # by term, each term's docs ascending
         df = np.bincount(doc_terms, minlength=len(terms))
@@ -220,13 +221,13 @@ class LexicalIndex:
             {
                 "k1": k1,
                 "b": b,
-                "terms": list(terms),
+                "terms": vocabulary,
                 "posting_offsets": np.concatenate([[0], np.cumsum(df)]),
                 "posting_docs": of_doc[order],
                 "posting_tfs": np.asarray(doc_tfs[order], dtype=np.float32),
-                "docs": FrozenDocs(list(terms), offsets, doc_terms, doc_tfs, np.ones(n, bool)),
+                "docs": FrozenDocs(vocabulary, offsets, doc_terms, doc_tfs, np.ones(n, bool)),
                 "lengths": lengths,
-                "df_terms": list(terms),
+                "df_terms": vocabulary,
                 "df_counts": df,
                 "live": n,
                 "total_length": float(sum(lengths.tolist())),

@@ -25,6 +25,7 @@ kept current as a live session grows. How the keys' scores are fused into one ra
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,8 +64,9 @@ class EpisodicKeys:
     speaker_weight: float = 0.5
 
     def __post_init__(self) -> None:
-        if min((*self.neighbours, self.window, self.speaker_weight), default=0) < 0:
-            msg = f"episodic key weights must be non-negative: {self}"
+        weights = (*self.neighbours, self.window, self.speaker_weight)
+        if min(weights, default=0) < 0 or not all(math.isfinite(w) for w in weights):
+            msg = f"episodic key weights must be finite and non-negative: {self}"
             raise ValueError(msg)
 
 
@@ -533,8 +535,9 @@ def neighbour_keys(
 ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Every row's lexical key as columns (:meth:`LexicalIndex.of_columns`): its own term
     counts plus ``weights[d - 1]`` times those of the turns ``d`` before and after it in its
-    session (``session_rows``: each session's rows in turn order). The same sums, added in
-    the same order, as :meth:`EpisodicIndex._session_keys` makes one dictionary at a time."""
+    session (``session_rows``: each session's rows in turn order). The same terms in the same
+    order, and the same sums added in the same order, as :meth:`EpisodicIndex._session_keys`
+    makes one dictionary at a time."""
     terms: list[str] = []
     tfs: list[float] = []
     sizes: list[int] = []
@@ -585,7 +588,11 @@ def neighbour_keys(
         at = place == k
         summed[group[at]] += value[at]
     offsets = np.concatenate([[0], np.cumsum(np.bincount(row[heads], minlength=n))])
-    return list(vocabulary), offsets.astype(np.int64), term[heads], np.asarray(summed, np.float64)
+    # each row's terms in the order they were first added (a group's head is its first
+    # entry above): the order of _session_keys's dictionary, so lengths sum alike too
+    first_seen = np.lexsort((order[heads], row[heads]))
+    terms_out, sums = term[heads][first_seen], np.asarray(summed[first_seen], np.float64)
+    return list(vocabulary), offsets.astype(np.int64), terms_out, sums
 
 
 def _with_window(

@@ -115,6 +115,32 @@ def test_bulk_extend_scores_like_one_add_at_a_time() -> None:
     assert bulk.scores(["pottery"])[0] == 0.0
 
 
+def test_an_index_of_columns_is_the_index_of_its_documents() -> None:
+    """``of_columns`` (the form a snapshot file holds) indexes what ``extend`` indexes:
+    the same documents in order, lengths, scores, and later removals and appends."""
+    docs = [*DOCS, {"tea": 0.3, "pottery": 0.7}, {"river": 0.1}]
+    terms = list(dict.fromkeys(t for d in docs for t in d))
+    at = {t: i for i, t in enumerate(terms)}
+    offsets = np.cumsum([0, *(len(d) for d in docs)])
+    ids = np.array([at[t] for d in docs for t in d], dtype=np.int64)
+    tfs = np.array([tf for d in docs for tf in d.values()], dtype=np.float64)
+    built = LexicalIndex()
+    built.extend(docs)
+    columns = LexicalIndex.of_columns(terms, offsets, ids, tfs)
+    for index in (built, columns):
+        index.validate()
+    assert [list((columns.document(i) or {}).items()) for i in range(len(docs))] == [
+        list(d.items()) for d in docs
+    ]
+    every = np.arange(len(docs))
+    assert columns.lengths(every).tolist() == built.lengths(every).tolist()
+    query = ["pottery", "class", "river", "bowl", "tea"]
+    assert columns.scores(query).tolist() == built.scores(query).tolist()
+    changed = [index.evolve([1], [{"tea": 2.0, "kiln": 1.0}])[0] for index in (built, columns)]
+    asked = [*query, "kiln"]
+    assert changed[1].scores(asked).tolist() == changed[0].scores(asked).tolist()
+
+
 def test_the_shared_stem_cache_stays_bounded_while_one_tokenizer_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -34,20 +34,34 @@ def test_lexical_keys_carry_neighbour_turns_with_their_weights() -> None:
     assert plain[2] == 0.0
 
 
-@pytest.mark.parametrize("weights", [(0.5, 0.25), (0.3, 0.7, 0.1), (0.0, 0.4), ()])
+@pytest.mark.parametrize("weights", [(0.5, 0.25), (0.3, 0.7, 0.1), (0.1, 0.7), (0.0, 0.4), ()])
 def test_a_build_keys_each_row_as_the_live_update_does(weights: tuple[float, ...]) -> None:
     """The build makes every key at once from columns; a live update makes a few keys one at
-    a time: the same terms with the same weights, whatever the neighbour weights."""
+    a time: the same terms in the same order with the same weights, so the same lengths,
+    whatever the neighbour weights (a session of one turn, a turn of stop words only)."""
     units = [
         *UNITS,
         unit_at("a4", "A", 3, "Alice: Bowls and cups, bowls again."),
         unit_at("a5", "A", 4, "Ben: Cold cups of tea with Alice."),
+        unit_at("a6", "A", 5, "and then the"),
+        unit_at("a7", "A", 6, "Cup cat, tea cup and a bowl."),
         unit_at("b2", "B", 1, "Alice: The river, the river!", day=9),
+        unit_at("c1", "C", 0, "Ben: Tea alone.", day=10),
     ]
     index = EpisodicIndex(units, keys=EpisodicKeys(neighbours=weights))
     for rows in index.session_rows:
         for row, key in zip(rows.tolist(), index._session_keys(rows), strict=True):
-            assert index.lexical.document(int(index.row_doc[row])) == key
+            doc = int(index.row_doc[row])
+            built = index.lexical.document(doc)
+            assert built is not None
+            assert list(built.items()) == list(key.items())
+            assert index.lexical.lengths(np.array([doc]))[0] == sum(key.values())
+
+
+def test_episodic_key_weights_must_be_finite_and_non_negative() -> None:
+    for bad in ({"neighbours": (0.5, float("nan"))}, {"speaker_weight": -1.0}):
+        with pytest.raises(ValueError, match="finite and non-negative"):
+            EpisodicKeys(**bad)  # type: ignore[arg-type]
 
 
 def test_dense_key_adds_the_window_cosine() -> None:

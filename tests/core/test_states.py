@@ -332,6 +332,12 @@ def test_patterns_that_cannot_be_joined_are_refused() -> None:
         states._any([re.compile("a"), re.compile("b", re.IGNORECASE)])
     with pytest.raises(ValueError, match="cannot be joined"):
         states._any([re.compile("(?P<x>a)"), re.compile("b")])
+    with pytest.raises(ValueError, match="cannot be joined"):  # a group referred to by number
+        states._any([re.compile(r"\b(?:a)\b"), re.compile(r"\b(?:(c)\1)\b")])
+    verbose = states._any([re.compile(r"\b(?:li ve|jo b)\b # words", re.VERBOSE)])
+    assert verbose.pattern == "(?:\\b(?:li ve|jo b)\\b # words\n)"  # joined as written
+    assert verbose.search("my job")
+    assert not verbose.search("li ve")
 
 
 def test_state_kinds_tell_a_residence_from_an_appointment() -> None:
