@@ -590,7 +590,7 @@ def neighbour_keys(
     offsets = np.concatenate([[0], np.cumsum(np.bincount(row[heads], minlength=n))])
     # each row's terms in the order they were first added (a group's head is its first
     # entry above): the order of _session_keys's dictionary, so lengths sum alike too
-    first_seen = np.lexsort((order[heads], row[heads]))
+    first_seen = np.argsort(row[heads] * len(row) + order[heads])  # keys are distinct
     terms_out, sums = term[heads][first_seen], np.asarray(summed[first_seen], np.float64)
     return list(vocabulary), offsets.astype(np.int64), terms_out, sums
 
