@@ -332,7 +332,31 @@ class LexicalIndex:
 
     def __getstate__(self) -> dict[str, Any]:
         """Columnar state for a snapshot file: posting and document arrays, no per-term or
-        per-document Python objects, so a 100k-document index loads in milliseconds."""
+        per-document Python objects, so a 100k-document index loads in milliseconds. An index
+        still as it was made from columns (:meth:`of_columns`, or loaded from a file) hands
+        back its own."""
+        docs = self._docs
+        if (
+            isinstance(docs, FrozenDocs)
+            and docs.unchanged
+            and not self._postings
+            and len(docs) == self._n == self._live
+        ):
+            terms, bounds, posting_docs, posting_tfs = self._base.columns()
+            return {
+                "k1": self.k1,
+                "b": self.b,
+                "terms": terms,
+                "posting_offsets": bounds,
+                "posting_docs": posting_docs,
+                "posting_tfs": posting_tfs,
+                "docs": docs,
+                "lengths": np.array(self._lengths[: self._n], dtype=np.float64, copy=True),
+                "df_terms": (df := self._df.counts())[0],
+                "df_counts": df[1],
+                "live": self._live,
+                "total_length": self._total_length,
+            }
         terms = sorted({*self._postings, *self._base})
         postings = [self._posting(term) for term in terms]
         n = self._n
@@ -486,6 +510,13 @@ class _Columns:
     def __len__(self) -> int:
         return len(self._at)
 
+    def columns(
+        self,
+    ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The terms by number, the bounds of each one's postings, and the two columns."""
+        terms = sorted(self._at, key=self._at.__getitem__)
+        return terms, np.asarray(self._bounds, dtype=np.int64), self._docs, self._tfs
+
     def consistent(self, documents: int) -> bool:
         """True when the bounds cut both columns into one slice per term and every posted
         document id is below ``documents`` (a loaded file is checked with this)."""
@@ -550,6 +581,11 @@ class FrozenDocs:
 
     def append(self, counts: dict[str, float] | None) -> None:
         self._extra.append(counts)
+
+    @property
+    def unchanged(self) -> bool:
+        """True while nothing was appended (the columns hold every document)."""
+        return not self._extra
 
     def consistent(self) -> bool:
         """True when the offsets cut the term and value arrays and every term id is in the

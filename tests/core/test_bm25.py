@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -136,9 +137,23 @@ def test_an_index_of_columns_is_the_index_of_its_documents() -> None:
     assert columns.lengths(every).tolist() == built.lengths(every).tolist()
     query = ["pottery", "class", "river", "bowl", "tea"]
     assert columns.scores(query).tolist() == built.scores(query).tolist()
+    # written to a snapshot file and read back: as made (it hands back its own columns), and
+    # once changed (its documents decoded and written anew)
+    again = pickle.loads(pickle.dumps(columns))
+    _same(again, columns, query)
     changed = [index.evolve([1], [{"tea": 2.0, "kiln": 1.0}])[0] for index in (built, columns)]
     asked = [*query, "kiln"]
     assert changed[1].scores(asked).tolist() == changed[0].scores(asked).tolist()
+    _same(pickle.loads(pickle.dumps(changed[1])), changed[1], asked)
+
+
+def _same(one: LexicalIndex, other: LexicalIndex, query: list[str]) -> None:
+    every = np.arange(other.size)
+    assert one.size == other.size
+    assert one.live == other.live
+    assert one.scores(query).tolist() == other.scores(query).tolist()
+    assert [one.document(i) for i in every] == [other.document(i) for i in every]
+    assert one.lengths(every).tolist() == other.lengths(every).tolist()
 
 
 def test_the_shared_stem_cache_stays_bounded_while_one_tokenizer_runs(
