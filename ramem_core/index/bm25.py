@@ -209,62 +209,16 @@ class LexicalIndex:
         """An index of documents given as columns, the form a snapshot file holds: document
         ``d`` holds the terms ``terms[doc_terms[offsets[d]:offsets[d + 1]]]``, each once, with
         the positive weights ``doc_tfs`` alongside; every term of ``terms`` is in some
-        document."""
-        n = len(offsets) - 1
-        vocabulary = list(terms)
-        of_doc = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-        order = np.argsort(doc_terms, kind="stable")  # by term, each term's docs ascending
-        df = np.bincount(doc_terms, minlength=len(terms))
-        lengths = np.bincount(of_doc, weights=doc_tfs, minlength=n)
+        document (:func:`as_columns` makes them)."""
         index = cls.__new__(cls)
-        index.__setstate__(
-            {
-                "k1": k1,
-                "b": b,
-                "terms": vocabulary,
-                "posting_offsets": np.concatenate([[0], np.cumsum(df)]),
-                "posting_docs": of_doc[order],
-                "posting_tfs": np.asarray(doc_tfs[order], dtype=np.float32),
-                "docs": FrozenDocs(vocabulary, offsets, doc_terms, doc_tfs, np.ones(n, bool)),
-                "lengths": lengths,
-                "df_terms": vocabulary,
-                "df_counts": df,
-                "live": n,
-                "total_length": float(sum(lengths.tolist())),
-            }
-        )
+        index.__setstate__(_columns_state(terms, offsets, doc_terms, doc_tfs, k1, b))
         return index
 
     def _build(self, documents: Sequence[dict[str, float]]) -> None:
-        """Index ``documents`` into an empty index as columns: the posting arrays are made
-        with one sort (the form a snapshot file loads), posting lists only for terms that a
-        later append touches."""
-        terms: list[str] = []
-        tfs: list[float] = []
-        sizes: list[int] = []
-        for counts in documents:
-            terms.extend(counts)
-            tfs.extend(counts.values())
-            sizes.append(len(counts))
-        # each term's number in order of first occurrence (dict.fromkeys and map run in C)
-        vocabulary = {term: number for number, term in enumerate(dict.fromkeys(terms))}
-        ids = np.fromiter(map(vocabulary.__getitem__, terms), np.int64, len(terms))
-        of_doc = np.repeat(np.arange(len(documents), dtype=np.int64), sizes)
-        order = np.argsort(ids, kind="stable")  # by term, each term's docs ascending
-        df = np.bincount(ids, minlength=len(vocabulary))
-        bounds = np.concatenate([[0], np.cumsum(df)]).tolist()
-        docs, weights = of_doc[order], np.asarray(tfs, dtype=np.float32)[order]
-        self._base = _Columns(vocabulary, bounds, docs, weights)
-        self._df = _DocFreq(dict(vocabulary), df.astype(np.int64))
-        self._docs = list(documents)
-        self._n = len(documents)
-        self._alive_rows = Rows.of(np.ones(len(documents), dtype=bool))
-        self._alive = self._alive_rows.data
-        lengths = np.bincount(of_doc, weights=np.asarray(tfs), minlength=len(documents))
-        self._length_rows = Rows.of(np.asarray(lengths, dtype=np.float64))
-        self._lengths = self._length_rows.data
-        self._total_length = float(sum(lengths.tolist()))
-        self._live = len(documents)
+        """Index ``documents`` into an empty index as columns (:meth:`of_columns`): the
+        posting arrays are made with one sort, posting lists only for terms that a later
+        append touches."""
+        self.__setstate__(_columns_state(*as_columns(documents), self.k1, self.b))
 
     def remove(self, doc: int) -> None:
         """Remove document ``doc`` (a no-op if it is already removed)."""
@@ -343,20 +297,30 @@ class LexicalIndex:
             and len(docs) == self._n == self._live
         ):
             terms, bounds, posting_docs, posting_tfs = self._base.columns()
-            return {
-                "k1": self.k1,
-                "b": self.b,
-                "terms": terms,
-                "posting_offsets": bounds,
-                "posting_docs": posting_docs,
-                "posting_tfs": posting_tfs,
-                "docs": docs,
-                "lengths": np.array(self._lengths[: self._n], dtype=np.float64, copy=True),
-                "df_terms": (df := self._df.counts())[0],
-                "df_counts": df[1],
-                "live": self._live,
-                "total_length": self._total_length,
-            }
+        else:
+            terms, bounds, posting_docs, posting_tfs, docs = self._columns_anew()
+        return {
+            "k1": self.k1,
+            "b": self.b,
+            "terms": terms,
+            "posting_offsets": bounds,
+            "posting_docs": posting_docs,
+            "posting_tfs": posting_tfs,
+            "docs": docs,
+            "lengths": np.array(self._lengths, dtype=np.float64, copy=True),
+            "df_terms": (df := self._df.counts())[0],
+            "df_counts": df[1],
+            "live": self._live,
+            "total_length": self._total_length,
+        }
+
+    def _columns_anew(
+        self,
+    ) -> tuple[
+        list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32], FrozenDocs
+    ]:
+        """This index's terms (sorted), posting bounds and columns, and documents, each
+        decoded and encoded again (an index that documents were added to or removed from)."""
         terms = sorted({*self._postings, *self._base})
         postings = [self._posting(term) for term in terms]
         n = self._n
@@ -374,26 +338,19 @@ class LexicalIndex:
                 doc_terms.extend(vocabulary[t] for t in counts)
                 doc_tfs.extend(counts.values())
             offsets[doc + 1] = len(doc_terms)
-        return {
-            "k1": self.k1,
-            "b": self.b,
-            "terms": terms,
-            "posting_offsets": np.cumsum([0, *(len(d) for d, _ in postings)]),
-            "posting_docs": np.concatenate([d for d, _ in postings] or [np.zeros(0, np.int64)]),
-            "posting_tfs": np.concatenate([t for _, t in postings] or [np.zeros(0, np.float32)]),
-            "docs": FrozenDocs(
+        return (
+            terms,
+            np.cumsum([0, *(len(d) for d, _ in postings)]),
+            np.concatenate([d for d, _ in postings] or [np.zeros(0, np.int64)]),
+            np.concatenate([t for _, t in postings] or [np.zeros(0, np.float32)]),
+            FrozenDocs(
                 terms,
                 offsets,
                 np.asarray(doc_terms, dtype=np.int64),
                 np.asarray(doc_tfs, dtype=np.float64),
                 alive,
             ),
-            "lengths": np.array(self._lengths, dtype=np.float64, copy=True),
-            "df_terms": (df := self._df.counts())[0],
-            "df_counts": df[1],
-            "live": self._live,
-            "total_length": self._total_length,
-        }
+        )
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["k1"], state["b"])  # type: ignore[misc]
@@ -416,6 +373,57 @@ class LexicalIndex:
         )
         self._live = state["live"]
         self._total_length = state["total_length"]
+
+
+def as_columns(
+    documents: Sequence[dict[str, float]],
+) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """``documents`` as columns (:meth:`LexicalIndex.of_columns`): the terms, numbered in
+    order of first occurrence, each document's offsets, and its term numbers and weights in
+    its own order (dict.fromkeys and map run in C)."""
+    terms: list[str] = []
+    tfs: list[float] = []
+    sizes: list[int] = []
+    for counts in documents:
+        terms.extend(counts)
+        tfs.extend(counts.values())
+        sizes.append(len(counts))
+    vocabulary = {term: number for number, term in enumerate(dict.fromkeys(terms))}
+    ids = np.fromiter(map(vocabulary.__getitem__, terms), np.int64, len(terms))
+    offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+    return list(vocabulary), offsets, ids, np.asarray(tfs, dtype=np.float64)
+
+
+def _columns_state(
+    terms: Sequence[str],
+    offsets: npt.NDArray[np.int64],
+    doc_terms: npt.NDArray[np.int64],
+    doc_tfs: npt.NDArray[np.float64],
+    k1: float,
+    b: float,
+) -> dict[str, Any]:
+    """The state (:meth:`LexicalIndex.__getstate__`) of an index of documents given as
+    columns: the postings made with one sort, by term, each term's documents ascending."""
+    n = len(offsets) - 1
+    vocabulary = list(terms)
+    of_doc = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    order = np.argsort(doc_terms, kind="stable")
+    df = np.bincount(doc_terms, minlength=len(vocabulary))
+    lengths = np.bincount(of_doc, weights=doc_tfs, minlength=n)
+    return {
+        "k1": k1,
+        "b": b,
+        "terms": vocabulary,
+        "posting_offsets": np.concatenate([[0], np.cumsum(df)]),
+        "posting_docs": of_doc[order],
+        "posting_tfs": np.asarray(doc_tfs[order], dtype=np.float32),
+        "docs": FrozenDocs(vocabulary, offsets, doc_terms, doc_tfs, np.ones(n, bool)),
+        "lengths": lengths,
+        "df_terms": vocabulary,
+        "df_counts": df,
+        "live": n,
+        "total_length": float(sum(lengths.tolist())),
+    }
 
 
 def _prefix(

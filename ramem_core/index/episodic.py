@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ramem_core.index import products
-from ramem_core.index.bm25 import LexicalIndex, Scores
+from ramem_core.index.bm25 import LexicalIndex, Scores, as_columns
 from ramem_core.index.shared import Rows
 from ramem_core.index.text import Tokenizer, add_weighted, term_counts
 from ramem_core.types import MemoryUnit
@@ -538,18 +538,8 @@ def neighbour_keys(
     session (``session_rows``: each session's rows in turn order). The same terms in the same
     order, and the same sums added in the same order, as :meth:`EpisodicIndex._session_keys`
     makes one dictionary at a time."""
-    terms: list[str] = []
-    tfs: list[float] = []
-    sizes: list[int] = []
-    for counts in own:
-        terms.extend(counts)
-        tfs.extend(counts.values())
-        sizes.append(len(counts))
-    vocabulary = {term: number for number, term in enumerate(dict.fromkeys(terms))}
-    ids = np.fromiter(map(vocabulary.__getitem__, terms), np.int64, len(terms))
-    values = np.asarray(tfs, dtype=np.float64)
-    size = np.asarray(sizes, dtype=np.int64)
-    start = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64)
+    vocabulary, own_offsets, ids, values = as_columns(own)
+    size, start = np.diff(own_offsets), own_offsets[:-1]
     n = len(own)
     # (row, the row whose words it takes, weight): its own first, then distance 1 before and
     # after, distance 2 before and after, ...: the order _session_keys adds them in
@@ -592,7 +582,7 @@ def neighbour_keys(
     # entry above): the order of _session_keys's dictionary, so lengths sum alike too
     first_seen = np.argsort(row[heads] * len(row) + order[heads])  # keys are distinct
     terms_out, sums = term[heads][first_seen], np.asarray(summed[first_seen], np.float64)
-    return list(vocabulary), offsets.astype(np.int64), terms_out, sums
+    return vocabulary, offsets.astype(np.int64), terms_out, sums
 
 
 def _with_window(
