@@ -459,7 +459,6 @@ GRIDS: dict[str, tuple[Callable[[RetrievalConfig, Any], RetrievalConfig], tuple[
     "members.similarity": (_members, (None, 0.4, 0.5, 0.6)),
     "validity_pool": (_set("validity_pool"), (10, 20, 30)),
     "window_slots": (_set("window_slots"), (0, 1, 2, 3)),
-    "valid_lift": (_set("valid_lift"), (None, 2, 5, 10)),
     "time_weight": (_set("time_weight"), (0.0, 0.25, 0.5, 1.0)),
     "anchor_min_similarity": (_set("anchor_min_similarity"), (0.3, 0.35, 0.4)),
 }

@@ -39,8 +39,6 @@ class RetrievalConfig:
             memories *below* the relevant pool join the frame-consistent ones ahead: the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window
             cannot fill the list (grid ``window_slots``).
-        valid_lift: how many places a frame-consistent memory may move ahead of the
-            inconsistent ones before it (``None``: ahead of all of them; grid ``valid_lift``).
         exclude_anchor: keep a before/after relation's anchor out of the relation's window
             when ranking: no padding on the anchor's side, and the anchor memory's session
             is not inside ("after the trip" is not the trip). Off: chosen by
@@ -105,7 +103,6 @@ class RetrievalConfig:
     anchor_min_similarity: float = 0.35
     time_weight: float = 0.5
     window_slots: int = 2
-    valid_lift: int | None = None
     derived_last: float | None = 0.5
     derived_yield: bool = True
     derived_yield_all: bool = False
@@ -131,9 +128,6 @@ class RetrievalConfig:
                 "validity_pool and depth must be positive, rrf_k and window_slots non-negative:"
                 f" {self}"
             )
-            raise InvalidInputError(msg)
-        if self.valid_lift is not None and self.valid_lift < 0:
-            msg = f"valid_lift must not be negative, got {self.valid_lift}"
             raise InvalidInputError(msg)
         if self.window_padding < timedelta(0):
             msg = f"window_padding must not be negative, got {self.window_padding}"

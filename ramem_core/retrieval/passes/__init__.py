@@ -50,7 +50,7 @@ def pipeline(config: RetrievalConfig, terms_embedder: Embedder) -> tuple[ListPas
     states = config.supersession and config.context_ranking
     passes: list[ListPass | None] = [
         HeldThrough() if states else None,
-        ValidFirst(config.window_slots, config.valid_lift) if config.context_ranking else None,
+        ValidFirst(config.window_slots) if config.context_ranking else None,
         (
             AfterTheirSources(config.derived_last, config.derived_yield, config.derived_yield_all)
             if config.derived_last is not None

@@ -16,12 +16,9 @@ class ValidFirst:
 
     Args:
         window_slots: how many of a window's memories below the pool join them.
-        lift: how many places a consistent memory moves ahead of the others at most (the
-            window's memories count from just below the pool); ``None``: ahead of all.
     """
 
     window_slots: int
-    lift: int | None = None
     name: str = "valid-first"
 
     def __call__(self, facts: Facts, picks: Picks) -> Picks:
@@ -36,11 +33,4 @@ class ValidFirst:
             valid += [row for row in best if row not in taken][: self.window_slots]
         first = set(valid)
         moved = [replace(by_row.get(row) or Pick(row), valid=True) for row in valid]
-        rest = [p for p in picks if p.row not in first]
-        if self.lift is None:
-            return moved + rest
-        place = {p.row: i for i, p in enumerate(picks)}
-        below = len(facts.pool)
-        keyed = [(place.get(p.row, below) - self.lift - 0.5, i, p) for i, p in enumerate(moved)]
-        keyed += [(float(place[p.row]), len(moved) + i, p) for i, p in enumerate(rest)]
-        return [p for _, _, p in sorted(keyed, key=lambda item: item[:2])]
+        return moved + [p for p in picks if p.row not in first]
