@@ -204,20 +204,37 @@ def held_through(
             continue  # a lasting state of another kind than the question asks about
         began = _began(snap, row, kinds)  # "I moved to Porto last week": held from that week on
         start = began.start if began is not None else ctx.session_span.start
-        end = now
+        end, until = now, ""
         if row in chain:  # until the first successor's state began, or else was said
             later = _of_kind(snap, chain[row], asked, kinds)[0]
             ended = _began(snap, later, kinds)
             end = ended.start if ended is not None else _said(snap.units[later])[0]
+            until = describe(ended) if ended is not None else f"{end.day} {end:%B %Y}"
         if end < start:
             continue
         held = TimeSpan(start, end, ctx.session_span.granularity)
         since = f"began {describe(began)}" if began else f"stated {describe(ctx.session_span)}"
         for text, window in conditions.exact:
             if held.overlaps(window):
-                out[row] = f"{since}, held through {text!r}"
+                out[row] = _held(since, until, text, held, window)
                 break
     return out
+
+
+def _held(since: str, until: str, asked: str, held: TimeSpan, window: TimeSpan) -> str:
+    """Why a lasting state counts as held at the asked time, saying what that rests on: no
+    later change found (an inference: a change said in other words may be missed), or one
+    found only after the asked time; held through it, or, when it began or may have ended
+    inside it, during part of it."""
+    found = f"no change of it found before {until}" if until else "no later change of it found"
+    if held.start <= window.start and held.end >= window.end:
+        return f"{since}; {found}, so held through {asked!r}"
+    if until and held.end < window.end:
+        return (
+            f"{since}, until {until} if a later statement changed it then: held during at"
+            f" least part of {asked!r}"
+        )
+    return f"{since}; {found}, so held during part of {asked!r}"
 
 
 def supersession(
