@@ -99,30 +99,6 @@ def _restored(snap: Snapshot, unit: MemoryUnit, vector: npt.NDArray[np.float32])
     )
 
 
-class _Aside:
-    """``run()`` on a thread of its own, started at once; :meth:`result` waits for it and
-    returns what it returned, or raises what it raised."""
-
-    def __init__(self, run: Callable[[], int]) -> None:
-        self._out: list[int] = []
-        self._error: list[BaseException] = []
-
-        def work() -> None:
-            try:
-                self._out.append(run())
-            except BaseException as exc:  # handed to the caller of result()
-                self._error.append(exc)
-
-        self._thread = threading.Thread(target=work, name="ramem-count", daemon=True)
-        self._thread.start()
-
-    def result(self) -> int:
-        self._thread.join()
-        if self._error:
-            raise self._error[0]
-        return self._out[0]
-
-
 class Freshness:
     """Snapshots of a store's namespaces, kept fresh, within ``cache_bytes`` (most recently
     used namespaces.
@@ -240,16 +216,12 @@ class Freshness:
     def _from_file(self, namespace: str, version: Version) -> tuple[Snapshot, int] | None:
         if self.files is None or not self.files.path(namespace).exists():
             return None
-        # counted right after the version was read (a writer that compacts version records
-        # meanwhile changes what the version just read leaves out), on another thread while
-        # the file loads: the two share nothing, and the round trip waits on the network
-        counting = _Aside(lambda: _counted(self.store, namespace, version))
-        try:
-            loaded = self.files.load_sized(
-                namespace, version, self._signature(), self.store.identity(namespace)
-            )
-        finally:
-            stored = counting.result()  # what the count raised, raised here
+        # counted right after the version was read, before the file's load: a writer that
+        # compacts version records meanwhile changes what the version just read leaves out
+        stored = _counted(self.store, namespace, version)
+        loaded = self.files.load_sized(
+            namespace, version, self._signature(), self.store.identity(namespace)
+        )
         if loaded is None:
             return None
         snap = loaded[0]
