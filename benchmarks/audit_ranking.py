@@ -461,10 +461,6 @@ GRIDS: dict[str, tuple[Callable[[RetrievalConfig, Any], RetrievalConfig], tuple[
     "window_slots": (_set("window_slots"), (0, 1, 2, 3)),
     "time_weight": (_set("time_weight"), (0.0, 0.25, 0.5, 1.0)),
     "anchor_min_similarity": (_set("anchor_min_similarity"), (0.3, 0.35, 0.4)),
-    "neighbours_until": (
-        lambda c, v: replace(c, keys=replace(c.keys, neighbours_until=v)),
-        (None, 8, 16, 32, 64),
-    ),
 }
 """Each tuned constant's grid (the shipped value among them), chosen per fold."""
 

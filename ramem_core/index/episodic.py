@@ -62,33 +62,12 @@ class EpisodicKeys:
     neighbours: tuple[float, ...] = (0.5, 0.25)
     window: int = 1
     speaker_weight: float = 0.5
-    neighbours_until: int | None = None
-    neighbour_ratio: float | None = None
 
     def __post_init__(self) -> None:
         weights = (*self.neighbours, self.window, self.speaker_weight)
         if min(weights, default=0) < 0 or not all(math.isfinite(w) for w in weights):
             msg = f"episodic key weights must be finite and non-negative: {self}"
             raise ValueError(msg)
-        if self.neighbours_until is not None and self.neighbours_until < 1:
-            msg = f"neighbours_until must be a positive word count or None: {self}"
-            raise ValueError(msg)
-
-    def neighbour_share(self, words: int) -> float:
-        """The share of its neighbours' weights a turn of ``words`` distinct words takes:
-        all of them up to ``neighbours_until`` words, ``neighbours_until / words`` beyond (a
-        long turn carries its own context)."""
-        if self.neighbours_until is None or words <= self.neighbours_until:
-            return 1.0
-        return self.neighbours_until / words
-
-    def neighbour_scale(self, words: int, theirs: int) -> float:
-        """A neighbour of ``theirs`` distinct words lends a turn of ``words`` at most
-        ``neighbour_ratio * words / theirs`` of its weight (a long reply beside a short
-        question does not drown its words)."""
-        if self.neighbour_ratio is None or theirs <= 0:
-            return 1.0
-        return min(1.0, self.neighbour_ratio * words / theirs)
 
 
 CONTENT_KEYS = EpisodicKeys(neighbours=(), window=0, speaker_weight=0.0)
@@ -202,13 +181,7 @@ class EpisodicIndex:
         for number, rows in enumerate(self.session_rows):
             self.session_of[rows] = number
         self.lexical = LexicalIndex.of_columns(
-            *neighbour_keys(
-                self.own_counts,
-                self.session_rows,
-                self.keys.neighbours,
-                self.keys.neighbours_until,
-                self.keys.neighbour_ratio,
-            )
+            *neighbour_keys(self.own_counts, self.session_rows, self.keys.neighbours)
         )
         self.row_doc = np.arange(n, dtype=np.int64)  # row -> document of self.lexical
         # every memory's own words: what the second round and the restated values read
@@ -246,15 +219,12 @@ class EpisodicIndex:
         out = []
         for i in range(len(rows)) if positions is None else positions:
             key = dict(own[rows[i]])
-            share = self.keys.neighbour_share(len(key))
             for distance, weight in enumerate(self.keys.neighbours, start=1):
                 if weight <= 0:
                     continue  # a zero weight adds no term (BM25 keeps positive tf only)
                 for j in (i - distance, i + distance):
                     if 0 <= j < len(rows):
-                        theirs = own[rows[j]]
-                        scale = self.keys.neighbour_scale(len(own[rows[i]]), len(theirs))
-                        add_weighted(key, theirs, weight * share * scale)
+                        add_weighted(key, own[rows[j]], weight)
             out.append(key)
         return out
 
@@ -562,18 +532,15 @@ def neighbour_keys(
     own: Sequence[dict[str, float]],
     session_rows: Sequence[npt.NDArray[np.int64]],
     weights: Sequence[float],
-    until: int | None = None,
-    ratio: float | None = None,
 ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Every row's lexical key as columns (:meth:`LexicalIndex.of_columns`): its own term
     counts plus ``weights[d - 1]`` times those of the turns ``d`` before and after it in its
     session (``session_rows``: each session's rows in turn order). The same terms in the same
     order, and the same sums added in the same order, as :meth:`EpisodicIndex._session_keys`
-    makes one dictionary at a time (``until``: :attr:`EpisodicKeys.neighbours_until`)."""
+    makes one dictionary at a time."""
     vocabulary, own_offsets, ids, values = as_columns(own)
     size, start = np.diff(own_offsets), own_offsets[:-1]
     n = len(own)
-    share = np.ones(n) if until is None else np.minimum(1.0, until / np.maximum(size, 1))
     # (row, the row whose words it takes, weight): its own first, then distance 1 before and
     # after, distance 2 before and after, ...: the order _session_keys adds them in
     every = np.arange(n, dtype=np.int64)
@@ -587,15 +554,9 @@ def neighbour_keys(
             for rows in session_rows:
                 if len(rows) > distance:
                     later, earlier = rows[distance:], rows[:-distance]
-                    to, of = (later, earlier) if side == 0 else (earlier, later)
-                    targets.append(to)
-                    sources.append(of)
-                    pair = weight * share[to]
-                    if ratio is not None:
-                        theirs = size[of]
-                        lent = np.minimum(1.0, ratio * size[to] / np.maximum(theirs, 1))
-                        pair = pair * np.where(theirs > 0, lent, 1.0)
-                    scales.append(pair)
+                    targets.append(later if side == 0 else earlier)
+                    sources.append(earlier if side == 0 else later)
+                    scales.append(np.full(len(later), weight))
     target, source = np.concatenate(targets), np.concatenate(sources)
     scale: npt.NDArray[np.float64] = np.concatenate(scales)
     # each pair's entries: the source's terms, in the source's order

@@ -34,17 +34,11 @@ def test_lexical_keys_carry_neighbour_turns_with_their_weights() -> None:
     assert plain[2] == 0.0
 
 
-@pytest.mark.parametrize(
-    ("until", "ratio"), [(None, None), (2, None), (3, None), (None, 1.0), (3, 2.0)]
-)
 @pytest.mark.parametrize("weights", [(0.5, 0.25), (0.3, 0.7, 0.1), (0.1, 0.7), (0.0, 0.4), ()])
-def test_a_build_keys_each_row_as_the_live_update_does(
-    weights: tuple[float, ...], until: int | None, ratio: float | None
-) -> None:
+def test_a_build_keys_each_row_as_the_live_update_does(weights: tuple[float, ...]) -> None:
     """The build makes every key at once from columns; a live update makes a few keys one at
     a time: the same terms in the same order with the same weights, so the same lengths,
-    whatever the neighbour weights and the length beyond which a turn takes less of them (a
-    session of one turn, a turn of stop words only)."""
+    whatever the neighbour weights (a session of one turn, a turn of stop words only)."""
     units = [
         *UNITS,
         unit_at("a4", "A", 3, "Alice: Bowls and cups, bowls again."),
@@ -54,8 +48,7 @@ def test_a_build_keys_each_row_as_the_live_update_does(
         unit_at("b2", "B", 1, "Alice: The river, the river!", day=9),
         unit_at("c1", "C", 0, "Ben: Tea alone.", day=10),
     ]
-    keys = EpisodicKeys(neighbours=weights, neighbours_until=until, neighbour_ratio=ratio)
-    index = EpisodicIndex(units, keys=keys)
+    index = EpisodicIndex(units, keys=EpisodicKeys(neighbours=weights))
     for rows in index.session_rows:
         for row, key in zip(rows.tolist(), index._session_keys(rows), strict=True):
             doc = int(index.row_doc[row])
@@ -63,31 +56,6 @@ def test_a_build_keys_each_row_as_the_live_update_does(
             assert built is not None
             assert list(built.items()) == list(key.items())
             assert index.lexical.lengths(np.array([doc]))[0] == sum(key.values())
-
-
-def test_a_long_turn_takes_a_smaller_share_of_its_neighbours_words() -> None:
-    """With ``neighbours_until``, a turn of more distinct words than that takes its
-    neighbours' words at ``until / words`` of their weights; a shorter turn at all of them."""
-    units = [
-        unit_at("a1", "A", 0, "Alice: pottery"),
-        unit_at("a2", "A", 1, "Ben: river"),
-        unit_at("a3", "A", 2, "Alice: pottery bowls glaze kiln wheel clay"),
-    ]
-    full = EpisodicIndex(units, keys=EpisodicKeys(neighbours=(0.5,)))
-    short = EpisodicIndex(units, keys=EpisodicKeys(neighbours=(0.5,), neighbours_until=3))
-
-    def key(index: EpisodicIndex, row: int) -> dict[str, float]:
-        doc = index.lexical.document(int(index.row_doc[row]))
-        assert doc is not None
-        return dict(doc)
-
-    assert key(full, 1)["potteri"] == key(short, 1)["potteri"] == 1.0  # 0.5 from each side
-    assert key(full, 0)["river"] == key(short, 0)["river"] == 0.5  # one word: all of it
-    assert key(full, 2)["river"] == 0.5
-    assert key(short, 2)["river"] == pytest.approx(0.5 * 3 / 7)  # seven (stemmed) words
-    assert key(short, 2)["kiln"] == 1.0  # its own words untouched
-    with pytest.raises(ValueError, match="neighbours_until"):
-        EpisodicKeys(neighbours_until=0)
 
 
 def test_episodic_key_weights_must_be_finite_and_non_negative() -> None:
