@@ -204,6 +204,7 @@ def held_through(
             continue  # a lasting state of another kind than the question asks about
         began = _began(snap, row, kinds)  # "I moved to Porto last week": held from that week on
         start = began.start if began is not None else ctx.session_span.start
+        begun_by = (began or ctx.session_span).end  # "last week": by the end of that week
         end, until = now, ""
         if row in chain:  # until the first successor's state began, or else was said
             later = _of_kind(snap, chain[row], asked, kinds)[0]
@@ -215,26 +216,40 @@ def held_through(
         held = TimeSpan(start, end, ctx.session_span.granularity)
         since = f"began {describe(began)}" if began else f"stated {describe(ctx.session_span)}"
         for text, window in conditions.exact:
-            if held.overlaps(window):
-                out[row] = _held(since, until, text, held, window)
+            if held.overlaps(window) and end > window.start:  # not ended as it began
+                out[row] = _held(since, until, text, begun_by, end, window)
                 break
     return out
 
 
-def _held(since: str, until: str, asked: str, held: TimeSpan, window: TimeSpan) -> str:
-    """Why a lasting state counts as held at the asked time, saying what that rests on: no
-    later change found (an inference: a change said in other words may be missed), or one
-    found only after the asked time; held through it, or, when it began or may have ended
-    inside it, during part of it."""
-    found = f"no change of it found before {until}" if until else "no later change of it found"
-    if held.start <= window.start and held.end >= window.end:
-        return f"{since}; {found}, so held through {asked!r}"
-    if until and held.end < window.end:
-        return (
-            f"{since}, until {until} if a later statement changed it then: held during at"
-            f" least part of {asked!r}"
-        )
-    return f"{since}; {found}, so held during part of {asked!r}"
+def _held(
+    since: str, until: str, asked: str, begun_by: datetime, end: datetime, window: TimeSpan
+) -> str:
+    """Why a lasting state counts as held at the asked time, and what that rests on. Every
+    "found" is an inference: a change said in words no rule links is missed. The state held
+    through the window when it had begun by its start (``begun_by``: the latest it may have
+    begun) and lasted past its end; during part of it when it began inside it (or may have:
+    "may have held" when it may have begun only after); during at least part of it when a
+    later statement may have ended it inside; "so far" when the window runs past the moment
+    of asking (``end`` is then that moment)."""
+    ended_inside = end < window.end
+    if not until:
+        reason = "; no later change of it found"
+    elif ended_inside:
+        reason = f", until {until} if that later statement changed it then"
+    else:
+        reason = f"; no change of it found before {until}"
+    if begun_by > window.end:
+        cover = f"may have held during part of {asked!r}"
+    elif begun_by > window.start:
+        cover = f"held during part of {asked!r}"
+    elif not ended_inside:
+        cover = f"held through {asked!r}"
+    elif until:
+        cover = f"held during at least part of {asked!r}"
+    else:
+        cover = f"held through {asked!r} so far"
+    return f"{since}{reason}, so {cover}"
 
 
 def supersession(

@@ -590,3 +590,84 @@ def test_a_pattern_with_an_upper_case_escape_is_not_folded() -> None:
 
     with pytest.raises(ValueError, match="upper-case escape"):
         _folded(re.compile(r"\bmoved\S*", re.IGNORECASE))
+
+
+def _held(found: object, unit_id: str) -> tuple[str, ...]:
+    return next(e for e in found if e.unit.id == unit_id).satisfied  # type: ignore[attr-defined]
+
+
+def test_a_state_asked_about_a_window_not_yet_over_held_so_far(memory: RaMem) -> None:
+    """Asked on 10 June about June: held through it "so far", not through a month not over."""
+    lisbon = memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+    memory.add_turn("user", "I baked a cake today.", at=datetime(2024, 6, 5, 9))
+    found = memory.recall("Where did I live in June 2024?", k=2, at=datetime(2024, 6, 10))
+    assert _held(found, lisbon.id) == (
+        "stated 10 January 2024, 09:00; no later change of it found, so held through"
+        " 'June 2024' so far",
+    )
+
+
+def test_a_change_said_inside_the_window_ends_the_claim_there(memory: RaMem) -> None:
+    """Porto said on 2 May with no time of its own: Lisbon held until then if it changed it
+    (during at least part of May); Porto is valid as said in May."""
+    lisbon = memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+    porto = memory.add_turn("user", "I live in Porto now, by the sea.", at=datetime(2024, 5, 2, 9))
+    found = memory.recall("Where did I live in May 2024?", k=3, at=datetime(2024, 8, 1))
+    assert _held(found, lisbon.id) == (
+        "stated 10 January 2024, 09:00, until 2 May 2024 if that later statement changed it"
+        " then, so held during at least part of 'May 2024'",
+    )
+    assert _held(found, porto.id) == ("said 2 May 2024, 09:00, within 'May 2024'",)
+
+
+def test_a_state_that_may_have_begun_after_the_asked_day_may_have_held(memory: RaMem) -> None:
+    """ "I moved to Porto last week" (said 28 May: a move between 20 and 26 May), asked about
+    25 May: Porto may have held then, and is never told it held through the day."""
+    memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+    porto = memory.add_turn(
+        "user", "I moved to Porto last week, I live by the sea now.", at=datetime(2024, 5, 28, 9)
+    )
+    found = memory.recall("Where did I live on 25 May 2024?", k=2, at=datetime(2024, 8, 1))
+    assert _held(found, porto.id) == (
+        "began week of 20 May 2024; no later change of it found, so may have held during part"
+        " of '25 May 2024'",
+    )
+
+
+def test_a_state_ended_as_the_window_begins_is_not_held_in_it(memory: RaMem) -> None:
+    """Google from next month (July): asked about July, Acme held none of it."""
+    acme = memory.add_turn("user", "I work at Acme as an engineer.", at=JAN)
+    google = memory.add_turn("user", "I start my new job at Google next month.", at=JUNE)
+    found = memory.recall("Where did I work in July 2024?", k=2, at=datetime(2024, 8, 1))
+    assert _held(found, acme.id) == ()
+    assert _held(found, google.id) == ("event July 2024 within 'July 2024'",)
+
+
+@pytest.mark.parametrize(
+    ("begun_by", "end", "until", "expected"),
+    [
+        ("2024-04-01", "2024-08-01", "", "no later change of it found, so held through 'May'"),
+        ("2024-05-10", "2024-08-01", "", "no later change of it found, so held during part of"),
+        ("2024-06-03", "2024-08-01", "", "found, so may have held during part of 'May'"),
+        ("2024-04-01", "2024-05-20", "", "found, so held through 'May' so far"),
+        ("2024-04-01", "2024-07-01", "July", "; no change of it found before July, so held"),
+        ("2024-04-01", "2024-05-20", "20 May", ", until 20 May if that later statement changed"),
+        ("2024-04-01", "2024-05-20", "20 May", "so held during at least part of 'May'"),
+    ],
+)
+def test_a_held_line_says_what_it_rests_on(
+    begun_by: str, end: str, until: str, expected: str
+) -> None:
+    """Each way a lasting state can meet the asked window (May) has its own words: through it,
+    during part of it when it began inside, "may have" when it may have begun after, "so far"
+    when the window runs past the moment of asking, "at least part" when a later statement
+    may have ended it inside."""
+    from ramem_core.retrieval.supersession import _held
+    from ramem_core.types import Granularity, TimeSpan
+
+    may = TimeSpan(datetime(2024, 5, 1), datetime(2024, 5, 31, 23, 59, 59), Granularity.MONTH)
+    line = _held(
+        "stated", until, "May", datetime.fromisoformat(begun_by), datetime.fromisoformat(end), may
+    )
+    assert line.startswith("stated")
+    assert expected in line
