@@ -84,7 +84,7 @@ def test_a_past_month_reads_the_job_then_held_and_not_the_later_one(tmp_path: Pa
     assert any("held through 'in April'" in s for s in first.satisfied)
     assert first.superseded is not None  # replaced in May, and told so
     later = next(e for e in found if e.unit.id == ids[2])
-    assert not any("held through" in s for s in later.satisfied)
+    assert not any("held" in s for s in later.satisfied)
 
 
 def test_an_earlier_value_question_keeps_the_old_job_first(tmp_path: Path) -> None:
