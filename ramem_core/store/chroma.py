@@ -362,6 +362,7 @@ class ChromaStore:
         self.remote = False  # a Chroma server (http): every rebuild reads over the network
         self.closed = False
         self._directory_lock: str | None = None
+        self._database: str | None = None  # an ephemeral store's own database
         self._collections: OrderedDict[str, Collection] = OrderedDict()
         self._synced: set[str] = set()  # namespaces whose collection has SYNC_THRESHOLD
         # freshness: each store instance is one writer with a sequence number per namespace
@@ -374,13 +375,18 @@ class ChromaStore:
         """Release the store's files and connections (a no-op the second time).
 
         A client this store created (:meth:`persistent`, :meth:`http`) is closed; an ephemeral
-        client is shared by every in-process Chroma client, so it is only let go of. Any use
-        after this raises :class:`StoreError`.
+        store's database is dropped (its client is shared by every in-process Chroma client, so
+        it is only let go of). Any use after this raises :class:`StoreError`.
         """
         if self.closed:
             return
         self.closed = True
         self._collections.clear()
+        if self._database is not None:
+            import chromadb
+
+            with suppress(Exception):  # an in-memory database: nothing is lost if this fails
+                chromadb.AdminClient(client_settings()).delete_database(self._database)
         if self.owns_client and callable(getattr(self.client, "close", None)):
             _close_client(self.client)
         if self._directory_lock is not None:
@@ -438,10 +444,18 @@ class ChromaStore:
 
     @classmethod
     def ephemeral(cls, embedder: Embedder) -> ChromaStore:
-        """An in-memory store (Chroma ``EphemeralClient``); in-process clients share it."""
+        """An in-memory store of its own (Chroma ``EphemeralClient``). Chroma keeps one
+        in-memory system per process, so each such store is a database of its own in it,
+        dropped when the store closes: two ephemeral memories of one process (a notebook
+        cell run twice, two agents) never see each other's memories."""
         import chromadb
 
-        return cls(chromadb.EphemeralClient(settings=client_settings()), embedder)
+        settings = client_settings()
+        database = f"ramem-{uuid.uuid4().hex}"
+        chromadb.AdminClient(settings).create_database(database)
+        store = cls(chromadb.EphemeralClient(settings=settings, database=database), embedder)
+        store._database = database
+        return store
 
     @classmethod
     def http(

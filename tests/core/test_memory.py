@@ -39,6 +39,38 @@ def test_reingest_changes_nothing(memory: RaMem) -> None:
     assert sorted(u.id for u in memory.store.get(memory.namespace)) == ids
 
 
+def test_two_ephemeral_memories_of_one_process_never_share_memories() -> None:
+    """Chroma keeps one in-memory system per process; each ephemeral memory is a database of
+    its own in it (a notebook cell run twice does not find the first run's memories), and
+    closing one drops its memories and leaves the other's."""
+    at = datetime(2024, 5, 1, 9)
+    first = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter())
+    second = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter())
+    first.add_turn("user", "I keep twelve houseplants on my balcony.", at=at)
+    assert second.recall("houseplants balcony", k=5).evidence == ()
+    assert not second.has_namespace("default")
+    second.add_turn("user", "I ride a red bicycle to work.", at=at)
+    import chromadb
+
+    from ramem_core.store.chroma import ChromaStore, client_settings
+
+    assert isinstance(first.store, ChromaStore)
+    database = first.store._database
+    admin = chromadb.AdminClient(client_settings())
+    assert database is not None
+    assert admin.get_database(database)["name"] == database
+    first.close()
+    with pytest.raises(Exception, match=r"not found|does not exist"):
+        admin.get_database(database)  # its memories are gone with it
+    assert [e.unit.content for e in second.recall("bicycle", k=5).evidence] == [
+        "user: I ride a red bicycle to work."
+    ]
+    again = RaMem.ephemeral(embedder=HashEmbedder(), counter=WordCounter())
+    assert again.recall("houseplants balcony", k=5).evidence == ()
+    second.close()
+    again.close()
+
+
 def test_memories_persist_across_reopen(tmp_path: Path) -> None:
     path = tmp_path / "db"
     RaMem.open(path, embedder=HashEmbedder()).add_conversation(two_trips())
