@@ -19,7 +19,8 @@ Measures, over the top 10 of each question:
 - ``past_leads``: the first statement of the state is the one that held at the asked time;
 - ``labelled``: every statement of the state in the list that a later one replaced (before
   the moment of asking) carries a "superseded" label;
-- ``held_true``: no statement is told as "held through" a time after it was replaced.
+- ``held_true``: no statement but the one that held is told it held at the asked time
+  (through it or during part of it; "may have held" claims nothing).
 
 The parts: scenarios with an even number in their id choose, odd ones report (fixed before
 any run). Writes ``benchmarks/results/bench_states.json``.
@@ -63,15 +64,22 @@ def replay(memory: RaMem, scenario: dict[str, Any], namespace: str) -> list[str]
     return [ids[i] for i in scenario["states"]]
 
 
+def _claims_held(evidence: Evidence) -> bool:
+    """Its "valid" line says it held at the asked time, through it or during part of it ("may
+    have held" is no claim: it says it does not know)."""
+    return any(
+        ("held through" in line or "held during" in line) and "may have held" not in line
+        for line in evidence.satisfied
+    )
+
+
 def measure(found: list[Evidence], states: list[str], expected: str) -> dict[str, float]:
     """The measures of one question's list (see the module's docstring)."""
     shown = [e for e in found[:K] if e.unit.id in states]
     first = shown[0].unit.id if shown else None
     replaced = set(states[:-1])
     labelled = all(e.superseded is not None for e in shown if e.unit.id in replaced)
-    held_wrong = any(
-        "held through" in " ".join(e.satisfied) and e.unit.id != expected for e in shown
-    )
+    held_wrong = any(_claims_held(e) and e.unit.id != expected for e in shown)
     return {
         "leads": float(first == expected),
         "in_top": float(expected in [e.unit.id for e in shown]),

@@ -328,7 +328,8 @@ def updates_section() -> list[str]:
         "scenarios); the threshold was chosen on the choose half. `now_leads`: the latest "
         "statement of the state first among its statements; `past_leads`: the one then held; "
         "`labelled`: every replaced statement shown carries a superseded label; `held_true`: no "
-        "other statement is told it held through the asked time. `kinds=T`: kinds of state also "
+        "other statement is told it held at the asked time (through it or during part of it). "
+        "`kinds=T`: kinds of state also "
         "read from the memory's vector at threshold T (`RetrievalConfig.state_kind_vectors`).",
         "",
     ]
