@@ -108,24 +108,11 @@ def test_blocks_that_do_not_run_are_rare_and_say_why() -> None:
 
 
 @pytest.fixture
-def clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A clean working directory, and the in-process Chroma that every
-    ``RaMem.ephemeral()`` shares emptied before and after, so a page's snippets meet neither
-    another test's namespaces nor its embedder."""
+def clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A clean working directory (each ``RaMem.ephemeral()`` of a page's snippets is a
+    memory of its own: it meets no other test's namespaces)."""
     monkeypatch.chdir(tmp_path)
-    _empty_ephemeral_chroma()
-    yield tmp_path
-    _empty_ephemeral_chroma()
-
-
-def _empty_ephemeral_chroma() -> None:
-    from ramem_core import ChromaStore
-    from ramem_core.testing import HashEmbedder
-
-    store = ChromaStore.ephemeral(HashEmbedder())
-    for namespace in store.namespaces():
-        store.drop(namespace)
-    store.close()
+    return tmp_path
 
 
 def run_page(page: Path) -> tuple[dict[str, object], str]:

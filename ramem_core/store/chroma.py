@@ -83,6 +83,10 @@ def _failing(operation: str) -> Iterator[None]:
         raise StoreError(msg) from exc
 
 
+_EPHEMERAL_LOCK = threading.Lock()
+"""Held while an ephemeral store's database and client are made (:meth:`ChromaStore.ephemeral`)."""
+
+
 def client_settings() -> Any:
     """The settings RaMem opens Chroma clients with (no telemetry, no reset)."""
     from chromadb.config import Settings
@@ -452,8 +456,18 @@ class ChromaStore:
 
         settings = client_settings()
         database = f"ramem-{uuid.uuid4().hex}"
-        chromadb.AdminClient(settings).create_database(database)
-        store = cls(chromadb.EphemeralClient(settings=settings, database=database), embedder)
+        # Chroma sets its shared in-memory system up unlocked: threads opening the first
+        # ephemeral stores at once would race there
+        with _EPHEMERAL_LOCK, _failing("opening an in-memory store"):
+            admin = chromadb.AdminClient(settings)
+            admin.create_database(database)
+            try:
+                client = chromadb.EphemeralClient(settings=settings, database=database)
+            except Exception:
+                with suppress(Exception):
+                    admin.delete_database(database)
+                raise
+        store = cls(client, embedder)
         store._database = database
         return store
 
@@ -635,6 +649,7 @@ class ChromaStore:
         try:
             return self.collection(namespace, create=False)
         except NotFoundError:
+            self._open()  # closed meanwhile (an ephemeral store's database dropped): say so
             return None
         except ValueError as exc:  # older Chroma clients raise ValueError for a missing one
             if "does not exist" in str(exc):

@@ -298,3 +298,21 @@ def test_a_count_beside_a_version_just_read_is_the_count(store: ChromaStore) -> 
     assert len(version) == 2
     assert store.counted("n", version) == store.count("n") == 2
     assert store.counted("missing", frozenset()) == 0
+
+
+def test_an_ephemeral_store_closed_during_a_read_says_it_is_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read that finds no collection because another thread closed the store (its
+    database dropped) raises "closed", never answers that the namespace does not exist."""
+    from chromadb.errors import NotFoundError
+
+    store = ChromaStore.ephemeral(HashEmbedder())
+
+    def closed_meanwhile(namespace: str, *, create: bool = True) -> None:
+        store.close()
+        raise NotFoundError(f"collection of {namespace} not found")
+
+    monkeypatch.setattr(store, "collection", closed_meanwhile)
+    with pytest.raises(StoreError, match="closed"):
+        store.has_namespace("someone")

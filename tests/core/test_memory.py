@@ -60,7 +60,7 @@ def test_two_ephemeral_memories_of_one_process_never_share_memories() -> None:
     assert database is not None
     assert admin.get_database(database)["name"] == database
     first.close()
-    with pytest.raises(Exception, match=r"not found|does not exist"):
+    with pytest.raises(chromadb.errors.NotFoundError):
         admin.get_database(database)  # its memories are gone with it
     assert [e.unit.content for e in second.recall("bicycle", k=5).evidence] == [
         "user: I ride a red bicycle to work."
