@@ -20,7 +20,7 @@ from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.conditions import Conditions
 from ramem_core.retrieval.kinds import Kinds
 from ramem_core.states import asks_value, values
-from ramem_core.temporal import describe
+from ramem_core.temporal import day_span, describe
 from ramem_core.types import MemoryUnit, RecallFrame, Supersession, TimeSpan
 
 
@@ -210,7 +210,7 @@ def held_through(
             later = _of_kind(snap, chain[row], asked, kinds)[0]
             ended = _began(snap, later, kinds)
             end = ended.start if ended is not None else _said(snap.units[later])[0]
-            until = describe(ended) if ended is not None else f"{end.day} {end:%B %Y}"
+            until = describe(ended if ended is not None else day_span(end))
         if end < start:
             continue
         held = TimeSpan(start, end, ctx.session_span.granularity)
