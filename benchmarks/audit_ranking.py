@@ -432,6 +432,7 @@ PASSES = (
     ),
     Pass("keys", lambda c: replace(c, keys=CONTENT_KEYS), ALL_R10, keys=True),
     Pass("neighbours-key", _keys(neighbours=()), ALL_R10, keys=True),
+    Pass("dialogue-distance", _keys(dialogue_distance=False), ALL_R10, keys=True),
     Pass("window-key", _keys(window=0), ALL_R10, keys=True),
     Pass("speaker-key", _keys(speaker_weight=0.0), ALL_R10, keys=True),
 )

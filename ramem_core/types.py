@@ -123,6 +123,10 @@ class Turn:
         text: what was said.
         time: when it was said, if the source gives a per-turn time.
         image_caption: a caption of an image shared with the message, kept as evidence.
+        position: its place in the session as it was said (0-based), where the session given
+            leaves turns out (LongMemEval's user side skips the assistant's replies);
+            ``None``: its place among the turns given. Neighbour turns lend their words by
+            this distance (:class:`~ramem_core.index.episodic.EpisodicKeys`).
     """
 
     id: str
@@ -130,6 +134,7 @@ class Turn:
     text: str
     time: datetime | None = None
     image_caption: str | None = None
+    position: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +177,8 @@ class EpisodicContext:
         topic: a few keywords.
         speaker: who said it.
         session_index: position of the session in its conversation (0-based).
-        turn_index: position of the first source turn inside its session (0-based).
+        turn_index: position of the first source turn inside its session (0-based; the
+            turn's :attr:`Turn.position` where given).
         kind: a first-hand statement, a question or an assistant's reply (see :class:`Kind`).
         state: the state this statement sets, as the LLM anchorer named it ("where Alice
             lives"): later statements of the same person naming the same state supersede it,

@@ -52,7 +52,12 @@ class EpisodicKeys:
 
     Attributes:
         neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
-            same session, added to a turn's own lexical key (``()`` turns it off).
+            same session, added to a turn's own lexical key (``()`` turns it off). A turn's
+            distance is the larger of its distance among the stored turns and its distance in
+            the dialogue (their ``turn_index``): where only the user's side is stored, the
+            next user turn is at distance 2 (the assistant's reply between them).
+        dialogue_distance: measure the distance in the dialogue too (``False``: among the
+            stored turns only, as before).
         window: turns on each side whose vectors form the dense window key (0: off).
         speaker_weight: a memory said by a person the query names gains
             ``speaker_weight / (rrf_k + 1)``, a first place in a list of that person's
@@ -62,6 +67,7 @@ class EpisodicKeys:
     neighbours: tuple[float, ...] = (0.5, 0.25)
     window: int = 1
     speaker_weight: float = 0.5
+    dialogue_distance: bool = True
 
     def __post_init__(self) -> None:
         weights = (*self.neighbours, self.window, self.speaker_weight)
@@ -181,7 +187,12 @@ class EpisodicIndex:
         for number, rows in enumerate(self.session_rows):
             self.session_of[rows] = number
         self.lexical = LexicalIndex.of_columns(
-            *neighbour_keys(self.own_counts, self.session_rows, self.keys.neighbours)
+            *neighbour_keys(
+                self.own_counts,
+                self.session_rows,
+                self.keys.neighbours,
+                _turn_indexes(units) if self.keys.dialogue_distance else None,
+            )
         )
         self.row_doc = np.arange(n, dtype=np.int64)  # row -> document of self.lexical
         # every memory's own words: what the second round and the restated values read
@@ -211,20 +222,24 @@ class EpisodicIndex:
         self._scale_rows = None if self.window_scale is None else Rows.of(self.window_scale)
 
     def _session_keys(
-        self, rows: npt.NDArray[np.int64], positions: Iterable[int] | None = None
+        self,
+        rows: npt.NDArray[np.int64],
+        turns: _TurnIndexes | Sequence[int] | npt.NDArray[np.int64],
+        positions: Iterable[int] | None = None,
     ) -> list[dict[str, float]]:
-        """The lexical keys of a session's rows (turn order), or of the rows at ``positions``
-        only."""
-        own = self.own_counts
+        """The lexical keys of a session's rows (turn order; ``turns``: every row's
+        ``turn_index``), or of the rows at ``positions`` only."""
+        own, weights = self.own_counts, self.keys.neighbours
         out = []
         for i in range(len(rows)) if positions is None else positions:
             key = dict(own[rows[i]])
-            for distance, weight in enumerate(self.keys.neighbours, start=1):
-                if weight <= 0:
-                    continue  # a zero weight adds no term (BM25 keeps positive tf only)
+            for distance in range(1, len(weights) + 1):
                 for j in (i - distance, i + distance):
                     if 0 <= j < len(rows):
-                        add_weighted(key, own[rows[j]], weight)
+                        gap = abs(int(turns[rows[j]]) - int(turns[rows[i]]))
+                        weight = _weight(weights, distance, gap, self.keys.dialogue_distance)
+                        if weight > 0:  # a zero weight adds no term (BM25: positive tf only)
+                            add_weighted(key, own[rows[j]], weight)
             out.append(key)
         return out
 
@@ -343,7 +358,7 @@ class EpisodicIndex:
                 positions = sorted(found)
             self.session_rows[number] = rows
             ordered = list(positions)
-            row_keys = self._session_keys(rows, ordered)
+            row_keys = self._session_keys(rows, _TurnIndexes(units), ordered)
             for position, key in zip(rows[ordered].tolist(), row_keys, strict=True):
                 if position < n_old:
                     doc = int(old.row_doc[position])
@@ -528,16 +543,43 @@ class EpisodicIndex:
         return held[1]
 
 
+def _turn_indexes(units: Sequence[MemoryUnit]) -> npt.NDArray[np.int64]:
+    return np.fromiter((u.context.turn_index for u in units), dtype=np.int64, count=len(units))
+
+
+class _TurnIndexes:
+    """The ``turn_index`` of a row of ``units``, read when asked (a live write re-keys a few
+    rows of a long namespace)."""
+
+    __slots__ = ("_units",)
+
+    def __init__(self, units: Sequence[MemoryUnit]) -> None:
+        self._units = units
+
+    def __getitem__(self, row: int) -> int:
+        return self._units[row].context.turn_index
+
+
+def _weight(weights: Sequence[float], distance: int, gap: int, dialogue: bool) -> float:
+    """The weight a turn ``distance`` stored turns and ``gap`` dialogue turns away lends:
+    ``weights`` at the larger of the two (``gap`` ignored unless ``dialogue``), 0 beyond
+    them."""
+    d = max(distance, gap) if dialogue else distance
+    return weights[d - 1] if d <= len(weights) else 0.0
+
+
 def neighbour_keys(
     own: Sequence[dict[str, float]],
     session_rows: Sequence[npt.NDArray[np.int64]],
     weights: Sequence[float],
+    turns: npt.NDArray[np.int64] | None = None,
 ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Every row's lexical key as columns (:meth:`LexicalIndex.of_columns`): its own term
     counts plus ``weights[d - 1]`` times those of the turns ``d`` before and after it in its
-    session (``session_rows``: each session's rows in turn order). The same terms in the same
-    order, and the same sums added in the same order, as :meth:`EpisodicIndex._session_keys`
-    makes one dictionary at a time."""
+    session (``session_rows``: each session's rows in turn order), ``d`` the larger of the
+    stored distance and the distance in ``turns`` (every row's ``turn_index``; ``None``: the
+    stored distance alone). The same terms in the same order, and the same sums added in the
+    same order, as :meth:`EpisodicIndex._session_keys` makes one dictionary at a time."""
     vocabulary, own_offsets, ids, values = as_columns(own)
     size, start = np.diff(own_offsets), own_offsets[:-1]
     n = len(own)
@@ -547,16 +589,21 @@ def neighbour_keys(
     targets: list[npt.NDArray[np.int64]] = [every]
     sources: list[npt.NDArray[np.int64]] = [every]
     scales: list[npt.NDArray[np.float64]] = [np.ones(n)]
-    for distance, weight in enumerate(weights, start=1):
-        if weight <= 0:
-            continue  # a zero weight adds no term (BM25 keeps positive tf only)
+    table = np.array([0.0, *weights, 0.0])  # by distance; past the weights: 0
+    for distance in range(1, len(weights) + 1):
         for side in (0, 1):
             for rows in session_rows:
                 if len(rows) > distance:
                     later, earlier = rows[distance:], rows[:-distance]
-                    targets.append(later if side == 0 else earlier)
-                    sources.append(earlier if side == 0 else later)
-                    scales.append(np.full(len(later), weight))
+                    at = np.full(len(later), distance)
+                    if turns is not None:
+                        gap = turns[later] - turns[earlier]
+                        at = np.minimum(np.maximum(at, gap), len(table) - 1)
+                    lend = table[at]
+                    keep = lend > 0  # a zero weight adds no term (BM25 keeps positive tf only)
+                    targets.append((later if side == 0 else earlier)[keep])
+                    sources.append((earlier if side == 0 else later)[keep])
+                    scales.append(lend[keep])
     target, source = np.concatenate(targets), np.concatenate(sources)
     scale: npt.NDArray[np.float64] = np.concatenate(scales)
     # each pair's entries: the source's terms, in the source's order

@@ -151,3 +151,28 @@ def test_longmemeval_evidence_names_turns_as_the_loader_does() -> None:
     assert gold == ["s1:0", "s1~2:1"]
     ids = {t.id for s in longmemeval_conversation(item).sessions for t in s.turns}
     assert set(gold) <= ids
+
+
+def test_a_longmemeval_users_turns_keep_their_places_in_the_dialogue() -> None:
+    """Stored without the assistant's replies, each user turn keeps its place in the session
+    as said (a blank turn keeps its place too): the index measures neighbours by it."""
+    from ramem_core.evaluation.harness import _user_side
+    from ramem_core.loaders import longmemeval_conversation
+
+    turns = [
+        {"role": "user", "content": "I adopted a cat."},
+        {"role": "assistant", "content": "Lovely!"},
+        {"role": "user", "content": " "},
+        {"role": "assistant", "content": "Anything else?"},
+        {"role": "user", "content": "She is called Miso."},
+    ]
+    item = {
+        "question_id": "q",
+        "haystack_session_ids": ["s"],
+        "haystack_dates": ["2023/05/25 (Thu) 10:00"],
+        "haystack_sessions": [turns],
+    }
+    units = RuleAnchorer().anchor(_user_side(longmemeval_conversation(item)))
+    assert [(u.source_ids, u.context.turn_index) for u in units] == [(("s:0",), 0), (("s:4",), 4)]
+    whole = RuleAnchorer().anchor(conversation_from_dict(good()))
+    assert [u.context.turn_index for u in whole] == list(range(len(whole)))  # no places given

@@ -43,7 +43,7 @@ def _carol(memory: RaMem) -> str:
     ]
     for n, text in enumerate(said):
         memory.add_turn("Carol", text, at=datetime(2023, 3, 1 + n, 10))
-    for n in range(4):  # "sports" is no rare word here
+    for n in range(8):  # "sports" is no rare word here
         memory.add_turn(
             "Lucia",
             f"Lucia watched sports on channel {n} with her brother.",
