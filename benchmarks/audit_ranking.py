@@ -462,6 +462,10 @@ GRIDS: dict[str, tuple[Callable[[RetrievalConfig, Any], RetrievalConfig], tuple[
     "window_slots": (_set("window_slots"), (0, 1, 2, 3)),
     "time_weight": (_set("time_weight"), (0.0, 0.25, 0.5, 1.0)),
     "anchor_min_similarity": (_set("anchor_min_similarity"), (0.3, 0.35, 0.4)),
+    "keys.dialogue_distance": (
+        lambda c, v: replace(c, keys=replace(c.keys, dialogue_distance=v)),
+        (False, True),
+    ),
 }
 """Each tuned constant's grid (the shipped value among them), chosen per fold."""
 
@@ -719,9 +723,9 @@ def main() -> None:
             for i, q in enumerate(qs):
                 if q.fold == fold:
                     cv_rows[i] = runs[best][i]
-        shipped = getattr(RetrievalConfig(), name.split(".")[0])
-        if name == "members.similarity":
-            shipped = RetrievalConfig().members.similarity  # type: ignore[union-attr]
+        shipped: Any = RetrievalConfig()
+        for part in name.split("."):  # "members.similarity": the shipped second round's
+            shipped = getattr(shipped, part)
         table = gains(cv_rows, ramem, qs)
         result["constants"][name] = {
             "shipped": shipped,

@@ -57,7 +57,8 @@ class EpisodicKeys:
             the dialogue (their ``turn_index``): where only the user's side is stored, the
             next user turn is at distance 2 (the assistant's reply between them).
         dialogue_distance: measure the distance in the dialogue too (``False``: among the
-            stored turns only, as before).
+            stored turns only, as before). Chosen in every fold by
+            ``benchmarks/audit_ranking.py`` (grid ``keys.dialogue_distance``).
         window: turns on each side whose vectors form the dense window key (0: off).
         speaker_weight: a memory said by a person the query names gains
             ``speaker_weight / (rrf_k + 1)``, a first place in a list of that person's

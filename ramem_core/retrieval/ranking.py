@@ -1,10 +1,9 @@
 """The content ranking: every memory scored by its episodic keys, fused by reciprocal rank.
 
 A dense ranking (``cos(turn) + cos(window)``) and a lexical one (BM25 of the episodic keys)
-are fused by reciprocal rank, plus each memory's share of its session's lexical rank, a bonus
-for memories said by a person the question names and the weighted ranks of its own content
-(see :class:`~ramem_core.index.episodic.EpisodicKeys`). Nothing here knows about the recall frame
-except the "says when" bonus, which the frame asks for.
+are fused by reciprocal rank, plus a bonus for memories said by a person the question names
+(see :class:`~ramem_core.index.episodic.EpisodicKeys`). Nothing here knows about the recall
+frame except the "says when" bonus, which the frame asks for.
 """
 
 from __future__ import annotations
