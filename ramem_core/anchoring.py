@@ -251,7 +251,8 @@ class RuleAnchorer:
             topic=extract_topic(body),
             speaker=", ".join(speakers),
             session_index=session_index,
-            turn_index=place_of(turns[0], turn_index),
+            turn_index=turn_index,
+            place=turns[0].position,
         )
         key = source_ids if not part else (*source_ids, f"part {part}")
         return MemoryUnit(unit_id(conversation_id, session.id, key), content, context, source_ids)
@@ -265,12 +266,6 @@ def _split_turn(turn: Turn, limit: int) -> list[Turn]:
         replace(turn, text=text, image_caption=turn.image_caption if i == len(texts) - 1 else None)
         for i, text in enumerate(texts)
     ]
-
-
-def place_of(turn: Turn, index: int) -> int:
-    """A turn's place in its session: its :attr:`~ramem_core.types.Turn.position` where given,
-    else ``index``, its place among the turns given."""
-    return index if turn.position is None else turn.position
 
 
 def session_span(session: Session) -> TimeSpan | None:
@@ -502,7 +497,8 @@ class LLMAnchorer:
                 topic=str(item.get("topic") or "")[:120],
                 speaker=", ".join(speakers),
                 session_index=index,
-                turn_index=place_of(by_id[ids[0]], begin + order[ids[0]]),
+                turn_index=begin + order[ids[0]],
+                place=by_id[ids[0]].position,
                 state=" ".join(updates.split())[:120] if isinstance(updates, str) else "",
             )
             key = (*ids, f"llm#{number}")

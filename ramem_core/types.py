@@ -125,8 +125,7 @@ class Turn:
         image_caption: a caption of an image shared with the message, kept as evidence.
         position: its place in the session as it was said (0-based), where the session given
             leaves turns out (LongMemEval's user side skips the assistant's replies);
-            ``None``: its place among the turns given. Neighbour turns lend their words by
-            this distance (:class:`~ramem_core.index.episodic.EpisodicKeys`).
+            ``None``: not given. Kept as its memory's :attr:`EpisodicContext.place`.
     """
 
     id: str
@@ -135,6 +134,15 @@ class Turn:
     time: datetime | None = None
     image_caption: str | None = None
     position: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.position is not None and (
+            not isinstance(self.position, int)
+            or isinstance(self.position, bool)
+            or self.position < 0
+        ):
+            msg = f"a turn's position must be a non-negative integer or None, got {self.position!r}"
+            raise ValueError(msg)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +185,11 @@ class EpisodicContext:
         topic: a few keywords.
         speaker: who said it.
         session_index: position of the session in its conversation (0-based).
-        turn_index: position of the first source turn inside its session (0-based; the
-            turn's :attr:`Turn.position` where given).
+        turn_index: position of the first source turn inside its session (0-based).
+        place: the first source turn's place in the dialogue where the source gave one
+            (:attr:`Turn.position`; ``None``: not given): stored neighbours whose places are
+            both known lend their words by their distance in the dialogue
+            (:class:`~ramem_core.index.episodic.EpisodicKeys`).
         kind: a first-hand statement, a question or an assistant's reply (see :class:`Kind`).
         state: the state this statement sets, as the LLM anchorer named it ("where Alice
             lives"): later statements of the same person naming the same state supersede it,
@@ -197,6 +208,7 @@ class EpisodicContext:
     speaker: str = ""
     session_index: int = 0
     turn_index: int = 0
+    place: int | None = None
     kind: Kind = Kind.STATEMENT
     state: str = ""
 

@@ -53,9 +53,10 @@ class EpisodicKeys:
     Attributes:
         neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
             same session, added to a turn's own lexical key (``()`` turns it off). A turn's
-            distance is the larger of its distance among the stored turns and its distance in
-            the dialogue (their ``turn_index``): where only the user's side is stored, the
-            next user turn is at distance 2 (the assistant's reply between them).
+            distance is its distance among the stored turns or, where both places in the
+            dialogue are known (:attr:`~ramem_core.types.EpisodicContext.place`), the larger
+            of the two: where only the user's side is stored, the next user turn is at
+            distance 2 (the assistant's reply between them).
         dialogue_distance: measure the distance in the dialogue too (``False``: among the
             stored turns only, as before). Chosen in every fold by
             ``benchmarks/audit_ranking.py`` (grid ``keys.dialogue_distance``).
@@ -192,7 +193,7 @@ class EpisodicIndex:
                 self.own_counts,
                 self.session_rows,
                 self.keys.neighbours,
-                _turn_indexes(units) if self.keys.dialogue_distance else None,
+                _places(units) if self.keys.dialogue_distance else None,
             )
         )
         self.row_doc = np.arange(n, dtype=np.int64)  # row -> document of self.lexical
@@ -225,11 +226,11 @@ class EpisodicIndex:
     def _session_keys(
         self,
         rows: npt.NDArray[np.int64],
-        turns: _TurnIndexes | Sequence[int] | npt.NDArray[np.int64],
+        places: _Places | Sequence[int] | npt.NDArray[np.int64],
         positions: Iterable[int] | None = None,
     ) -> list[dict[str, float]]:
-        """The lexical keys of a session's rows (turn order; ``turns``: every row's
-        ``turn_index``), or of the rows at ``positions`` only."""
+        """The lexical keys of a session's rows (turn order; ``places``: every row's place in
+        the dialogue, -1 where unknown), or of the rows at ``positions`` only."""
         own, weights = self.own_counts, self.keys.neighbours
         out = []
         for i in range(len(rows)) if positions is None else positions:
@@ -237,7 +238,7 @@ class EpisodicIndex:
             for distance in range(1, len(weights) + 1):
                 for j in (i - distance, i + distance):
                     if 0 <= j < len(rows):
-                        gap = abs(int(turns[rows[j]]) - int(turns[rows[i]]))
+                        gap = _gap(int(places[rows[i]]), int(places[rows[j]]))
                         weight = _weight(weights, distance, gap, self.keys.dialogue_distance)
                         if weight > 0:  # a zero weight adds no term (BM25: positive tf only)
                             add_weighted(key, own[rows[j]], weight)
@@ -359,7 +360,7 @@ class EpisodicIndex:
                 positions = sorted(found)
             self.session_rows[number] = rows
             ordered = list(positions)
-            row_keys = self._session_keys(rows, _TurnIndexes(units), ordered)
+            row_keys = self._session_keys(rows, _Places(units), ordered)
             for position, key in zip(rows[ordered].tolist(), row_keys, strict=True):
                 if position < n_old:
                     doc = int(old.row_doc[position])
@@ -544,13 +545,19 @@ class EpisodicIndex:
         return held[1]
 
 
-def _turn_indexes(units: Sequence[MemoryUnit]) -> npt.NDArray[np.int64]:
-    return np.fromiter((u.context.turn_index for u in units), dtype=np.int64, count=len(units))
+def _place(unit: MemoryUnit) -> int:
+    place = unit.context.place
+    return -1 if place is None else place
 
 
-class _TurnIndexes:
-    """The ``turn_index`` of a row of ``units``, read when asked (a live write re-keys a few
-    rows of a long namespace)."""
+def _places(units: Sequence[MemoryUnit]) -> npt.NDArray[np.int64]:
+    """Every row's place in the dialogue (-1: unknown)."""
+    return np.fromiter(map(_place, units), dtype=np.int64, count=len(units))
+
+
+class _Places:
+    """The place in the dialogue of a row of ``units`` (-1: unknown), read when asked (a live
+    write re-keys a few rows of a long namespace)."""
 
     __slots__ = ("_units",)
 
@@ -558,7 +565,12 @@ class _TurnIndexes:
         self._units = units
 
     def __getitem__(self, row: int) -> int:
-        return self._units[row].context.turn_index
+        return _place(self._units[row])
+
+
+def _gap(a: int, b: int) -> int:
+    """The distance in the dialogue of two places, 0 unless both are known."""
+    return abs(a - b) if a >= 0 and b >= 0 else 0
 
 
 def _weight(weights: Sequence[float], distance: int, gap: int, dialogue: bool) -> float:
@@ -573,14 +585,15 @@ def neighbour_keys(
     own: Sequence[dict[str, float]],
     session_rows: Sequence[npt.NDArray[np.int64]],
     weights: Sequence[float],
-    turns: npt.NDArray[np.int64] | None = None,
+    places: npt.NDArray[np.int64] | None = None,
 ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Every row's lexical key as columns (:meth:`LexicalIndex.of_columns`): its own term
     counts plus ``weights[d - 1]`` times those of the turns ``d`` before and after it in its
-    session (``session_rows``: each session's rows in turn order), ``d`` the larger of the
-    stored distance and the distance in ``turns`` (every row's ``turn_index``; ``None``: the
-    stored distance alone). The same terms in the same order, and the same sums added in the
-    same order, as :meth:`EpisodicIndex._session_keys` makes one dictionary at a time."""
+    session (``session_rows``: each session's rows in turn order), ``d`` the stored distance
+    or, where both rows' ``places`` in the dialogue are known (-1: unknown), the larger of it
+    and their distance there (``places`` ``None``: the stored distance alone). The same terms
+    in the same order, and the same sums added in the same order, as
+    :meth:`EpisodicIndex._session_keys` makes one dictionary at a time."""
     vocabulary, own_offsets, ids, values = as_columns(own)
     size, start = np.diff(own_offsets), own_offsets[:-1]
     n = len(own)
@@ -597,8 +610,9 @@ def neighbour_keys(
                 if len(rows) > distance:
                     later, earlier = rows[distance:], rows[:-distance]
                     at = np.full(len(later), distance)
-                    if turns is not None:
-                        gap = turns[later] - turns[earlier]
+                    if places is not None:
+                        a, b = places[later], places[earlier]
+                        gap = np.where((a >= 0) & (b >= 0), np.abs(a - b), 0)
                         at = np.minimum(np.maximum(at, gap), len(table) - 1)
                     lend = table[at]
                     keep = lend > 0  # a zero weight adds no term (BM25 keeps positive tf only)

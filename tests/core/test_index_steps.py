@@ -4,7 +4,7 @@ against an index built from scratch on all the memories."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -165,7 +165,12 @@ def test_a_live_update_keys_turns_by_their_distance_in_the_dialogue() -> None:
     """Only one side stored (every other turn of the dialogue): the keys a live update makes
     for the new turns and their neighbours are those a build from scratch makes."""
     embedder = HashEmbedder()
-    units = [unit_at(f"u{i}", "A", 2 * i, f"Ann: pottery turn {i} about bowls") for i in range(6)]
+    units = [
+        replace(u, context=replace(u.context, place=2 * i))
+        for i, u in enumerate(
+            unit_at(f"u{i}", "A", i, f"Ann: pottery turn {i} about bowls") for i in range(6)
+        )
+    ]
     vectors = embedder.embed([u.content for u in units])
     old = EpisodicIndex(units[:4], vectors[:4], KEYS)
     new, scratch = old.updated(units, vectors, []), EpisodicIndex(units, vectors, KEYS)

@@ -75,3 +75,14 @@ def test_items_are_the_first_pieces_of_every_key(memory: RaMem) -> None:
     items = memory.keyed.items()
     assert sorted(u.id for u in items) == sorted([keyed_id("doc"), keyed_id("tea")])
     assert memory.keyed.items(namespace="nobody") == []
+
+
+def test_keys_put_minutes_apart_lend_each_other_their_words(memory: RaMem) -> None:
+    """A keyed memory's turn index is its second of the day: two puts a minute apart are
+    still neighbours (they have no place in a dialogue to measure)."""
+    at = datetime(2024, 5, 2, 9)
+    memory.keyed.put("bike", "I sold my bike yesterday.", at=at)
+    memory.keyed.put("tea", "Green tea every morning.", at=at + timedelta(minutes=1))
+    snap = memory.snapshots.get(memory.namespace)
+    tea = snap.position[keyed_id("tea")]
+    assert snap.index.lexical_scores("bike")[tea] > 0.0

@@ -414,8 +414,8 @@ def test_llm_units_keep_their_turns_places_in_the_dialogue() -> None:
         said, turns=tuple(replace(t, position=2 * i) for i, t in enumerate(said.turns))
     )
     units = LLMAnchorer(FakeLLM(good_reply)).anchor(Conversation("c", (one_side,), ("Ann", "Bob")))
-    assert [(u.source_ids, u.context.turn_index) for u in units] == [
-        (("S1:1",), 0),
-        (("S1:2",), 2),
-        (("S1:3",), 4),
+    assert [(u.source_ids, u.context.turn_index, u.context.place) for u in units] == [
+        (("S1:1",), 0, 0),
+        (("S1:2",), 1, 2),
+        (("S1:3",), 2, 4),
     ]

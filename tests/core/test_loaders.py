@@ -173,6 +173,27 @@ def test_a_longmemeval_users_turns_keep_their_places_in_the_dialogue() -> None:
         "haystack_sessions": [turns],
     }
     units = RuleAnchorer().anchor(_user_side(longmemeval_conversation(item)))
-    assert [(u.source_ids, u.context.turn_index) for u in units] == [(("s:0",), 0), (("s:4",), 4)]
+    assert [(u.source_ids, u.context.turn_index, u.context.place) for u in units] == [
+        (("s:0",), 0, 0),
+        (("s:4",), 1, 4),
+    ]
     whole = RuleAnchorer().anchor(conversation_from_dict(good()))
-    assert [u.context.turn_index for u in whole] == list(range(len(whole)))  # no places given
+    assert [u.context.place for u in whole] == [None] * len(whole)  # no places given
+
+
+def test_a_turns_position_is_a_non_negative_integer_and_its_place_is_stored() -> None:
+    from dataclasses import replace
+
+    from ramem_core.store.codec import from_record, to_metadata
+    from ramem_core.types import Conversation, Session, Turn
+
+    for bad in (-3, 1.5, "1", True):
+        with pytest.raises(ValueError, match="position must be a non-negative integer"):
+            Turn("t", "Ann", "hello", position=bad)  # type: ignore[arg-type]
+    said = Session("s", (Turn("s:4", "Ann", "I adopted a cat.", position=4),))
+    [unit] = RuleAnchorer().anchor(Conversation("c", (said,), ("Ann",)))
+    unplaced = replace(unit, context=replace(unit.context, place=None))
+    for stored in (unit, unplaced):  # through Chroma's metadata (and snapshot files) and back
+        back = from_record(stored.id, stored.content, to_metadata(stored))
+        assert back.context.place == stored.context.place
+    assert unit.context.place == 4
