@@ -186,10 +186,10 @@ class EpisodicContext:
         speaker: who said it.
         session_index: position of the session in its conversation (0-based).
         turn_index: position of the first source turn inside its session (0-based).
-        place: the first source turn's place in the dialogue where the source gave one
-            (:attr:`Turn.position`; ``None``: not given): stored neighbours whose places are
-            both known lend their words by their distance in the dialogue
-            (:class:`~ramem_core.index.episodic.EpisodicKeys`).
+        place: the place in the dialogue of a memory of one turn, where the source gave it
+            (:attr:`Turn.position`; ``None``: not given, or a memory of several turns):
+            stored neighbours whose places are both known lend their words by their distance
+            in the dialogue (:class:`~ramem_core.index.episodic.EpisodicKeys`).
         kind: a first-hand statement, a question or an assistant's reply (see :class:`Kind`).
         state: the state this statement sets, as the LLM anchorer named it ("where Alice
             lives"): later statements of the same person naming the same state supersede it,

@@ -419,3 +419,11 @@ def test_llm_units_keep_their_turns_places_in_the_dialogue() -> None:
         (("S1:2",), 1, 2),
         (("S1:3",), 2, 4),
     ]
+
+    def two_turns(prompt: str) -> str:  # one memory of the first two turns: no one place
+        ids = window_ids(prompt)
+        return json.dumps({"memories": [memory_for(ids[0], source_ids=ids[:2])]})
+
+    units = LLMAnchorer(FakeLLM(two_turns)).anchor(Conversation("c", (one_side,), ("Ann", "Bob")))
+    assert units[0].source_ids == ("S1:1", "S1:2")
+    assert units[0].context.place is None

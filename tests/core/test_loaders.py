@@ -197,3 +197,9 @@ def test_a_turns_position_is_a_non_negative_integer_and_its_place_is_stored() ->
         back = from_record(stored.id, stored.content, to_metadata(stored))
         assert back.context.place == stored.context.place
     assert unit.context.place == 4
+    # a memory of several turns has no one place: it keys as the stored turns lie
+    pair = Session(
+        "s", (Turn("s:0", "Ann", "Hi.", position=0), Turn("s:2", "Ann", "Yo.", position=2))
+    )
+    [both] = RuleAnchorer(window=2).anchor(Conversation("c", (pair,), ("Ann",)))
+    assert both.context.place is None
