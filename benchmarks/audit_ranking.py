@@ -424,7 +424,6 @@ PASSES = (
     ),
     Pass("keys", lambda c: replace(c, keys=CONTENT_KEYS), ALL_R10, keys=True),
     Pass("neighbours-key", _keys(neighbours=()), ALL_R10, keys=True),
-    Pass("dialogue-distance", _keys(dialogue_distance=False), ALL_R10, keys=True),
     Pass("window-key", _keys(window=0), ALL_R10, keys=True),
     Pass("speaker-key", _keys(speaker_weight=0.0), ALL_R10, keys=True),
 )
@@ -453,10 +452,6 @@ GRIDS: dict[str, tuple[Callable[[RetrievalConfig, Any], RetrievalConfig], tuple[
     "validity_pool": (_set("validity_pool"), (10, 20, 30)),
     "window_slots": (_set("window_slots"), (0, 1, 2, 3)),
     "anchor_min_similarity": (_set("anchor_min_similarity"), (0.3, 0.35, 0.4)),
-    "keys.dialogue_distance": (
-        lambda c, v: replace(c, keys=replace(c.keys, dialogue_distance=v)),
-        (False, True),
-    ),
 }
 """Each tuned constant's grid (the shipped value among them), chosen per fold."""
 

@@ -252,7 +252,6 @@ class RuleAnchorer:
             speaker=", ".join(speakers),
             session_index=session_index,
             turn_index=turn_index,
-            place=turns[0].position if len(turns) == 1 else None,
         )
         key = source_ids if not part else (*source_ids, f"part {part}")
         return MemoryUnit(unit_id(conversation_id, session.id, key), content, context, source_ids)
@@ -498,7 +497,6 @@ class LLMAnchorer:
                 speaker=", ".join(speakers),
                 session_index=index,
                 turn_index=begin + order[ids[0]],
-                place=by_id[ids[0]].position if len(ids) == 1 else None,
                 state=" ".join(updates.split())[:120] if isinstance(updates, str) else "",
             )
             key = (*ids, f"llm#{number}")

@@ -268,7 +268,7 @@ def longmemeval_conversation(item: Any, source: str | None = None) -> Conversati
     for sid, date, kept in longmemeval_sessions(item, source):
         time = _time(date, "session date", source=source, session=sid)
         turns = tuple(
-            Turn(f"{sid}:{j}", _field(t, "role", "user"), _field(t, "content"), position=j)
+            Turn(id=f"{sid}:{j}", speaker=_field(t, "role", "user"), text=_field(t, "content"))
             for j, t in kept
         )
         if turns:

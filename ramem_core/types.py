@@ -123,9 +123,6 @@ class Turn:
         text: what was said.
         time: when it was said, if the source gives a per-turn time.
         image_caption: a caption of an image shared with the message, kept as evidence.
-        position: its place in the session as it was said (0-based), where the session given
-            leaves turns out (LongMemEval's user side skips the assistant's replies);
-            ``None``: not given. Kept as its memory's :attr:`EpisodicContext.place`.
     """
 
     id: str
@@ -133,16 +130,6 @@ class Turn:
     text: str
     time: datetime | None = None
     image_caption: str | None = None
-    position: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.position is not None and (
-            not isinstance(self.position, int)
-            or isinstance(self.position, bool)
-            or self.position < 0
-        ):
-            msg = f"a turn's position must be a non-negative integer or None, got {self.position!r}"
-            raise ValueError(msg)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +173,6 @@ class EpisodicContext:
         speaker: who said it.
         session_index: position of the session in its conversation (0-based).
         turn_index: position of the first source turn inside its session (0-based).
-        place: the place in the dialogue of a memory of one turn, where the source gave it
-            (:attr:`Turn.position`; ``None``: not given, or a memory of several turns):
-            stored neighbours whose places are both known lend their words by their distance
-            in the dialogue (:class:`~ramem_core.index.episodic.EpisodicKeys`).
         kind: a first-hand statement, a question or an assistant's reply (see :class:`Kind`).
         state: the state this statement sets, as the LLM anchorer named it ("where Alice
             lives"): later statements of the same person naming the same state supersede it,
@@ -208,7 +191,6 @@ class EpisodicContext:
     speaker: str = ""
     session_index: int = 0
     turn_index: int = 0
-    place: int | None = None
     kind: Kind = Kind.STATEMENT
     state: str = ""
 

@@ -52,14 +52,7 @@ class EpisodicKeys:
 
     Attributes:
         neighbours: weights of the term frequencies of the turns at distance 1, 2, ... in the
-            same session, added to a turn's own lexical key (``()`` turns it off). A turn's
-            distance is its distance among the stored turns or, where both places in the
-            dialogue are known (:attr:`~ramem_core.types.EpisodicContext.place`), the larger
-            of the two: where only the user's side is stored, the next user turn is at
-            distance 2 (the assistant's reply between them).
-        dialogue_distance: measure the distance in the dialogue too (``False``: among the
-            stored turns only, as before). Chosen in every fold by
-            ``benchmarks/audit_ranking.py`` (grid ``keys.dialogue_distance``).
+            same session, added to a turn's own lexical key (``()`` turns it off).
         window: turns on each side whose vectors form the dense window key (0: off).
         speaker_weight: a memory said by a person the query names gains
             ``speaker_weight / (rrf_k + 1)``, a first place in a list of that person's
@@ -69,7 +62,6 @@ class EpisodicKeys:
     neighbours: tuple[float, ...] = (0.5, 0.25)
     window: int = 1
     speaker_weight: float = 0.5
-    dialogue_distance: bool = True
 
     def __post_init__(self) -> None:
         weights = (*self.neighbours, self.window, self.speaker_weight)
@@ -189,12 +181,7 @@ class EpisodicIndex:
         for number, rows in enumerate(self.session_rows):
             self.session_of[rows] = number
         self.lexical = LexicalIndex.of_columns(
-            *neighbour_keys(
-                self.own_counts,
-                self.session_rows,
-                self.keys.neighbours,
-                _places(units) if self.keys.dialogue_distance else None,
-            )
+            *neighbour_keys(self.own_counts, self.session_rows, self.keys.neighbours)
         )
         self.row_doc = np.arange(n, dtype=np.int64)  # row -> document of self.lexical
         # every memory's own words: what the second round and the restated values read
@@ -224,24 +211,20 @@ class EpisodicIndex:
         self._scale_rows = None if self.window_scale is None else Rows.of(self.window_scale)
 
     def _session_keys(
-        self,
-        rows: npt.NDArray[np.int64],
-        places: _Places | Sequence[int] | npt.NDArray[np.int64],
-        positions: Iterable[int] | None = None,
+        self, rows: npt.NDArray[np.int64], positions: Iterable[int] | None = None
     ) -> list[dict[str, float]]:
-        """The lexical keys of a session's rows (turn order; ``places``: every row's place in
-        the dialogue, -1 where unknown), or of the rows at ``positions`` only."""
-        own, weights = self.own_counts, self.keys.neighbours
+        """The lexical keys of a session's rows (turn order), or of the rows at ``positions``
+        only."""
+        own = self.own_counts
         out = []
         for i in range(len(rows)) if positions is None else positions:
             key = dict(own[rows[i]])
-            for distance in range(1, len(weights) + 1):
+            for distance, weight in enumerate(self.keys.neighbours, start=1):
+                if weight <= 0:
+                    continue  # a zero weight adds no term (BM25 keeps positive tf only)
                 for j in (i - distance, i + distance):
                     if 0 <= j < len(rows):
-                        gap = _gap(int(places[rows[i]]), int(places[rows[j]]))
-                        weight = _weight(weights, distance, gap, self.keys.dialogue_distance)
-                        if weight > 0:  # a zero weight adds no term (BM25: positive tf only)
-                            add_weighted(key, own[rows[j]], weight)
+                        add_weighted(key, own[rows[j]], weight)
             out.append(key)
         return out
 
@@ -360,7 +343,7 @@ class EpisodicIndex:
                 positions = sorted(found)
             self.session_rows[number] = rows
             ordered = list(positions)
-            row_keys = self._session_keys(rows, _Places(units), ordered)
+            row_keys = self._session_keys(rows, ordered)
             for position, key in zip(rows[ordered].tolist(), row_keys, strict=True):
                 if position < n_old:
                     doc = int(old.row_doc[position])
@@ -545,55 +528,16 @@ class EpisodicIndex:
         return held[1]
 
 
-def _place(unit: MemoryUnit) -> int:
-    place = unit.context.place
-    return -1 if place is None else place
-
-
-def _places(units: Sequence[MemoryUnit]) -> npt.NDArray[np.int64]:
-    """Every row's place in the dialogue (-1: unknown)."""
-    return np.fromiter(map(_place, units), dtype=np.int64, count=len(units))
-
-
-class _Places:
-    """The place in the dialogue of a row of ``units`` (-1: unknown), read when asked (a live
-    write re-keys a few rows of a long namespace)."""
-
-    __slots__ = ("_units",)
-
-    def __init__(self, units: Sequence[MemoryUnit]) -> None:
-        self._units = units
-
-    def __getitem__(self, row: int) -> int:
-        return _place(self._units[row])
-
-
-def _gap(a: int, b: int) -> int:
-    """The distance in the dialogue of two places, 0 unless both are known."""
-    return abs(a - b) if a >= 0 and b >= 0 else 0
-
-
-def _weight(weights: Sequence[float], distance: int, gap: int, dialogue: bool) -> float:
-    """The weight a turn ``distance`` stored turns and ``gap`` dialogue turns away lends:
-    ``weights`` at the larger of the two (``gap`` ignored unless ``dialogue``), 0 beyond
-    them."""
-    d = max(distance, gap) if dialogue else distance
-    return weights[d - 1] if d <= len(weights) else 0.0
-
-
 def neighbour_keys(
     own: Sequence[dict[str, float]],
     session_rows: Sequence[npt.NDArray[np.int64]],
     weights: Sequence[float],
-    places: npt.NDArray[np.int64] | None = None,
 ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Every row's lexical key as columns (:meth:`LexicalIndex.of_columns`): its own term
     counts plus ``weights[d - 1]`` times those of the turns ``d`` before and after it in its
-    session (``session_rows``: each session's rows in turn order), ``d`` the stored distance
-    or, where both rows' ``places`` in the dialogue are known (-1: unknown), the larger of it
-    and their distance there (``places`` ``None``: the stored distance alone). The same terms
-    in the same order, and the same sums added in the same order, as
-    :meth:`EpisodicIndex._session_keys` makes one dictionary at a time."""
+    session (``session_rows``: each session's rows in turn order). The same terms in the same
+    order, and the same sums added in the same order, as :meth:`EpisodicIndex._session_keys`
+    makes one dictionary at a time."""
     vocabulary, own_offsets, ids, values = as_columns(own)
     size, start = np.diff(own_offsets), own_offsets[:-1]
     n = len(own)
@@ -603,22 +547,16 @@ def neighbour_keys(
     targets: list[npt.NDArray[np.int64]] = [every]
     sources: list[npt.NDArray[np.int64]] = [every]
     scales: list[npt.NDArray[np.float64]] = [np.ones(n)]
-    table = np.array([0.0, *weights, 0.0])  # by distance; past the weights: 0
-    for distance in range(1, len(weights) + 1):
+    for distance, weight in enumerate(weights, start=1):
+        if weight <= 0:
+            continue  # a zero weight adds no term (BM25 keeps positive tf only)
         for side in (0, 1):
             for rows in session_rows:
                 if len(rows) > distance:
                     later, earlier = rows[distance:], rows[:-distance]
-                    at = np.full(len(later), distance)
-                    if places is not None:
-                        a, b = places[later], places[earlier]
-                        gap = np.where((a >= 0) & (b >= 0), np.abs(a - b), 0)
-                        at = np.minimum(np.maximum(at, gap), len(table) - 1)
-                    lend = table[at]
-                    keep = lend > 0  # a zero weight adds no term (BM25 keeps positive tf only)
-                    targets.append((later if side == 0 else earlier)[keep])
-                    sources.append((earlier if side == 0 else later)[keep])
-                    scales.append(lend[keep])
+                    targets.append(later if side == 0 else earlier)
+                    sources.append(earlier if side == 0 else later)
+                    scales.append(np.full(len(later), weight))
     target, source = np.concatenate(targets), np.concatenate(sources)
     scale: npt.NDArray[np.float64] = np.concatenate(scales)
     # each pair's entries: the source's terms, in the source's order

@@ -77,7 +77,6 @@ def to_metadata(unit: MemoryUnit) -> dict[str, Any]:
         "session_id": ctx.session_id,
         "session_index": ctx.session_index,
         "turn_index": ctx.turn_index,
-        **({"place": ctx.place} if ctx.place is not None else {}),
         **_span_fields("session", ctx.session_span),
         **_span_fields("event", ctx.event_time),
         "mentions": json.dumps(mentions),
@@ -117,7 +116,6 @@ def from_record(unit_id: str, document: str, meta: Mapping[str, Any]) -> MemoryU
         speaker=str(meta.get("speaker") or ""),
         session_index=int(meta.get("session_index") or 0),
         turn_index=int(meta.get("turn_index") or 0),
-        place=None if meta.get("place") is None else int(meta["place"]),
         kind=Kind(str(meta.get("kind") or Kind.STATEMENT.value)),  # older records: statements
         state=str(meta.get("state") or ""),
     )

@@ -4,7 +4,6 @@ fusion's ranks."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -14,12 +13,6 @@ from ramem_core import MemoryUnit
 from ramem_core.index.episodic import CONTENT_KEYS, EpisodicIndex, EpisodicKeys
 from ramem_core.retrieval import ranks
 from tests.conftest import unit_at
-
-
-def placed(unit: MemoryUnit, place: int) -> MemoryUnit:
-    """``unit`` with its place in the dialogue."""
-    return replace(unit, context=replace(unit.context, place=place))
-
 
 UNITS = [
     # rows out of turn order on purpose: the index orders sessions by turn_index
@@ -41,41 +34,8 @@ def test_lexical_keys_carry_neighbour_turns_with_their_weights() -> None:
     assert plain[2] == 0.0
 
 
-def test_a_neighbour_lends_by_its_distance_in_the_dialogue() -> None:
-    """Only the user's side stored (LongMemEval): the next stored turn is two steps away in
-    the dialogue (the reply between them), so it lends the distance-2 weight, and the one
-    after it nothing; stored turns side by side lend as before."""
-    both = [
-        unit_at("u0", "A", 0, "Alice: I joined a pottery class."),
-        unit_at("u2", "A", 1, "Alice: It was wonderful."),
-        unit_at("u4", "A", 2, "Alice: We made bowls."),
-    ]
-    user_side = [placed(u, 2 * i) for i, u in enumerate(both)]  # said at 0, 2 and 4
-    keys = EpisodicKeys(neighbours=(0.5, 0.25))
-
-    def lent(units: list[MemoryUnit], keys: EpisodicKeys) -> list[float]:
-        """How much of u0's "pottery" each row's key holds."""
-        index = EpisodicIndex(units, keys=keys)
-        (term,) = index.tokenize("pottery")
-        docs = [index.lexical.document(int(d)) or {} for d in index.row_doc]
-        return [doc.get(term, 0.0) for doc in docs]
-
-    assert lent(both, keys) == [1.0, 0.5, 0.25]
-    assert lent(user_side, keys) == [1.0, 0.25, 0.0]  # two steps, then four steps away
-    assert lent(user_side, replace(keys, dialogue_distance=False)) == [1.0, 0.5, 0.25]
-    assert EpisodicIndex(user_side, keys=keys).lexical_scores("pottery")[2] == 0.0
-    # no places given: turn indexes far apart (a keyed memory's seconds, a memory of several
-    # turns) key as the stored turns lie, as before
-    apart = [unit_at(u.id, "A", 60 * i, u.content) for i, u in enumerate(both)]
-    assert lent(apart, keys) == [1.0, 0.5, 0.25]
-    assert lent([both[0], user_side[1], user_side[2]], keys) == [1.0, 0.5, 0.25]  # one unknown
-
-
-@pytest.mark.parametrize("gaps", [False, True])
 @pytest.mark.parametrize("weights", [(0.5, 0.25), (0.3, 0.7, 0.1), (0.1, 0.7), (0.0, 0.4), ()])
-def test_a_build_keys_each_row_as_the_live_update_does(
-    weights: tuple[float, ...], gaps: bool
-) -> None:
+def test_a_build_keys_each_row_as_the_live_update_does(weights: tuple[float, ...]) -> None:
     """The build makes every key at once from columns; a live update makes a few keys one at
     a time: the same terms in the same order with the same weights, so the same lengths,
     whatever the neighbour weights (a session of one turn, a turn of stop words only)."""
@@ -88,14 +48,9 @@ def test_a_build_keys_each_row_as_the_live_update_does(
         unit_at("b2", "B", 1, "Alice: The river, the river!", day=9),
         unit_at("c1", "C", 0, "Ben: Tea alone.", day=10),
     ]
-    if gaps:  # the dialogue's places, some turns left out: pieces of one turn share theirs;
-        # a2 has none
-        places = {"a1": 0, "a3": 3, "a4": 5, "a5": 5, "a6": 6, "a7": 9, "b2": 3}
-        units = [placed(u, places[u.id]) if u.id in places else u for u in units]
     index = EpisodicIndex(units, keys=EpisodicKeys(neighbours=weights))
-    known = [-1 if u.context.place is None else u.context.place for u in units]
     for rows in index.session_rows:
-        for row, key in zip(rows.tolist(), index._session_keys(rows, known), strict=True):
+        for row, key in zip(rows.tolist(), index._session_keys(rows), strict=True):
             doc = int(index.row_doc[row])
             built = index.lexical.document(doc)
             assert built is not None

@@ -4,7 +4,7 @@ against an index built from scratch on all the memories."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -159,24 +159,3 @@ def test_an_updated_index_scores_windows_as_one_built_from_scratch(case: Case) -
     updated = case.old.updated(case.units, case.vectors, [])
     np.testing.assert_array_equal(updated.dense_scores(query), _scratch(case).dense_scores(query))
     assert "_columns" not in updated.__getstate__()  # made on first use, never saved
-
-
-def test_a_live_update_keys_turns_by_their_distance_in_the_dialogue() -> None:
-    """Only one side stored (every other turn of the dialogue): the keys a live update makes
-    for the new turns and their neighbours are those a build from scratch makes."""
-    embedder = HashEmbedder()
-    units = [
-        replace(u, context=replace(u.context, place=2 * i))
-        for i, u in enumerate(
-            unit_at(f"u{i}", "A", i, f"Ann: pottery turn {i} about bowls") for i in range(6)
-        )
-    ]
-    vectors = embedder.embed([u.content for u in units])
-    old = EpisodicIndex(units[:4], vectors[:4], KEYS)
-    new, scratch = old.updated(units, vectors, []), EpisodicIndex(units, vectors, KEYS)
-    for row in range(len(units)):
-        built = scratch.lexical.document(int(scratch.row_doc[row]))
-        assert new.lexical.document(int(new.row_doc[row])) == built
-    first = scratch.lexical.document(int(scratch.row_doc[0]))
-    assert first is not None
-    assert first[scratch.tokenize("1")[0]] == KEYS.neighbours[1]  # u1: two dialogue steps away

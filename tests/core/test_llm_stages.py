@@ -402,28 +402,3 @@ def test_an_unusable_reply_is_never_stored(tmp_path: Path) -> None:
     plain = FakeLLM("anything")
     MeteredLLM(plain, model_name="fake", cache_path=cache).complete("p", version="v")
     assert plain.prompts == ["p"]  # nothing was cached for that prompt
-
-
-def test_llm_units_keep_their_turns_places_in_the_dialogue() -> None:
-    """Turns given with their places (one side of a dialogue): a memory is placed at its first
-    source turn's place, as the rule anchorer places it."""
-    from dataclasses import replace
-
-    [said] = conversation().sessions
-    one_side = replace(
-        said, turns=tuple(replace(t, position=2 * i) for i, t in enumerate(said.turns))
-    )
-    units = LLMAnchorer(FakeLLM(good_reply)).anchor(Conversation("c", (one_side,), ("Ann", "Bob")))
-    assert [(u.source_ids, u.context.turn_index, u.context.place) for u in units] == [
-        (("S1:1",), 0, 0),
-        (("S1:2",), 1, 2),
-        (("S1:3",), 2, 4),
-    ]
-
-    def two_turns(prompt: str) -> str:  # one memory of the first two turns: no one place
-        ids = window_ids(prompt)
-        return json.dumps({"memories": [memory_for(ids[0], source_ids=ids[:2])]})
-
-    units = LLMAnchorer(FakeLLM(two_turns)).anchor(Conversation("c", (one_side,), ("Ann", "Bob")))
-    assert units[0].source_ids == ("S1:1", "S1:2")
-    assert units[0].context.place is None
