@@ -49,7 +49,9 @@ K = 10
 
 
 def part(scenario: dict[str, Any]) -> str:
-    """choose for an even number in the id ("job-04"), report for an odd one."""
+    """choose for an even number in the id ("job-04"), report for an odd one (a set written
+    after the models were frozen, ``--phrasings benchmarks/data/fresh/...``, is reported
+    whole, both parts)."""
     return "choose" if int(scenario["id"].rsplit("-", 1)[1]) % 2 == 0 else "report"
 
 
@@ -144,13 +146,16 @@ VARIANTS = {
     "ramem": RetrievalConfig(),
     "no-supersession": replace(RetrievalConfig(), supersession=False),
     "words-only": replace(RetrievalConfig(), state_kind_vectors=None),
+    "no-lasting": replace(RetrievalConfig(), lasting=None),
     **{
         f"kinds={t}": replace(RetrievalConfig(), state_kind_vectors=t)
         for t in (0.3, 0.35, 0.4, 0.45, 0.5)
     },
 }
-"""The runs: RaMem as configured, without supersession, with the words alone, with the kinds
-read from vectors at each threshold of the grid (``kinds=``, chosen on the choose half)."""
+"""The runs: RaMem as configured, without supersession, with the words alone, without the
+lasting-state reader, with the kinds read from vectors at each threshold of the grid
+(``kinds=``, chosen on the choose half)."""
+DEFAULT_VARIANTS = "ramem,no-supersession"
 
 
 def paired(
@@ -204,14 +209,18 @@ def against(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS))
-    parser.add_argument("--against", default="words-only", help="paired intervals against")
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"of {', '.join(VARIANTS)}")
+    parser.add_argument("--against", default="no-supersession", help="paired intervals against")
+    parser.add_argument("--phrasings", type=Path, default=PHRASINGS, help="the scenarios")
+    parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args()
-    if not PHRASINGS.exists():
-        print(f"skipped: {PHRASINGS} is missing")
+    if not args.phrasings.exists():
+        print(f"skipped: {args.phrasings} is missing")
         return
-    scenarios = json.loads(PHRASINGS.read_text(encoding="utf-8"))["scenarios"]
-    result: dict[str, Any] = {"command": "python benchmarks/bench_states.py"}
+    scenarios = json.loads(args.phrasings.read_text(encoding="utf-8"))["scenarios"]
+    result: dict[str, Any] = {
+        "command": f"python benchmarks/bench_states.py --phrasings {args.phrasings.name}"
+    }
     result["runs"] = variant_runs(args.variants.split(","), scenarios, run, table)
     for name, entry in result["runs"].items():
         print(f"\n== {name}")
@@ -224,8 +233,8 @@ def main() -> None:
                 f"{cell['held_true']:.3f}"
             )
     against(result["runs"], args.against, paired)
-    RESULT.write_text(json.dumps(result, indent=1), encoding="utf-8")
-    print(f"wrote {RESULT}")
+    args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench_states import VARIANTS, against, part, variant_runs
+from bench_states import DEFAULT_VARIANTS, VARIANTS, against, part, variant_runs
 
 from ramem_core import RaMem, RetrievalConfig
 
@@ -66,6 +66,7 @@ def run(config: RetrievalConfig, scenarios: list[dict[str, Any]]) -> list[dict[s
                 {
                     "id": scenario["id"],
                     "kind": scenario["kind"],
+                    "lookalike": scenario.get("lookalike", ""),
                     "part": part(scenario),
                     "false_label": float(any(e.superseded is not None for e in shown)),
                     "answer_labelled": float(
@@ -89,6 +90,8 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for r in rows:
         for g in ("all", r["part"], f"{r['part']} {r['kind']}"):
             groups[g].append(r)
+        if r["lookalike"]:
+            groups[f"lookalike {r['lookalike']}"].append(r)
     return {
         g: {"n": len(rs), **{m: round(sum(r[m] for r in rs) / len(rs), 3) for m in MEASURES}}
         for g, rs in sorted(groups.items())
@@ -111,23 +114,26 @@ def paired(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], part_: st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"of {', '.join(VARIANTS)}")
     parser.add_argument("--against", default="ramem", help="paired intervals against")
+    parser.add_argument("--phrasings", type=Path, default=PHRASINGS, help="the scenarios")
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args()
-    if not PHRASINGS.exists():
-        print(f"skipped: {PHRASINGS} is missing")
+    if not args.phrasings.exists():
+        print(f"skipped: {args.phrasings} is missing")
         return
-    scenarios = json.loads(PHRASINGS.read_text(encoding="utf-8"))["scenarios"]
-    result: dict[str, Any] = {"command": "python benchmarks/bench_unchanged.py"}
+    scenarios = json.loads(args.phrasings.read_text(encoding="utf-8"))["scenarios"]
+    result: dict[str, Any] = {
+        "command": f"python benchmarks/bench_unchanged.py --phrasings {args.phrasings.name}"
+    }
     result["runs"] = variant_runs(args.variants.split(","), scenarios, run, table)
     for name, entry in result["runs"].items():
         print(f"\n== {name}")
         for group, cell in entry["table"].items():
-            if " " in group:
+            if " " in group and not group.startswith("lookalike"):
                 continue
             cells = "  ".join(f"{m} {cell[m]:.3f}" for m in MEASURES)
-            print(f"{group:8} n={cell['n']:3}  {cells}")
+            print(f"{group:24} n={cell['n']:3}  {cells}")
     against(result["runs"], args.against, paired)
     args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {args.out}")

@@ -17,9 +17,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ramem_core.protocols import LLM
+from ramem_core.reading import PLAIN, Reading, StateReader, default_reader
+from ramem_core.replacement import own_words
 from ramem_core.temporal import MONTHS, WEEKDAYS, find_mentions
 from ramem_core.types import (
     Conversation,
@@ -170,9 +172,17 @@ class RuleAnchorer:
         piece_chars: a turn longer than this becomes several units of at most this many
             characters, each with the turn's coordinates and source id (``None``: never
             split). Only with ``window=1``.
+        reader: reads whose state each memory speaks of and how it is said
+            (:mod:`ramem_core.reading`; by default the shared spaCy parser); ``None``: no
+            memory is read (each a plain fact of its speaker).
     """
 
-    def __init__(self, window: int = 1, piece_chars: int | None = PIECE_CHARS) -> None:
+    def __init__(
+        self,
+        window: int = 1,
+        piece_chars: int | None = PIECE_CHARS,
+        reader: StateReader | Literal["default"] | None = "default",
+    ) -> None:
         if window < 1:
             msg = f"window must be at least 1, got {window}"
             raise ValueError(msg)
@@ -181,6 +191,7 @@ class RuleAnchorer:
             raise ValueError(msg)
         self.window = window
         self.piece_chars = piece_chars
+        self.reader = default_reader() if reader == "default" else reader
 
     def anchor(self, conversation: Conversation) -> list[MemoryUnit]:
         """Memory units of every session of ``conversation``, in conversation order."""
@@ -209,7 +220,19 @@ class RuleAnchorer:
             units.append(
                 self._unit(conversation_id, session, session_index, begin, turns, span, known)
             )
-        return units
+        return self.read(units)
+
+    def read(self, units: list[MemoryUnit]) -> list[MemoryUnit]:
+        """``units`` with their readings (:attr:`reader`), in one batch; a memory of one
+        speaker is read as said by them."""
+        if self.reader is None or not units:
+            return units
+        texts = [own_words(u) for u in units]
+        readings = self.reader.read(texts, [u.context.speaker for u in units])
+        return [
+            u if r is PLAIN else replace(u, context=replace(u.context, reading=r))
+            for u, r in zip(units, readings, strict=True)
+        ]
 
     def _unit(
         self,
@@ -498,6 +521,7 @@ class LLMAnchorer:
                 session_index=index,
                 turn_index=begin + order[ids[0]],
                 state=" ".join(updates.split())[:120] if isinstance(updates, str) else "",
+                reading=parse_llm_reading(item, speakers),
             )
             key = (*ids, f"llm#{number}")
             units.append(
@@ -509,3 +533,58 @@ class LLMAnchorer:
             msg = "no usable memory in the reply"
             raise ValueError(msg)
         return units
+
+
+OWNER_CHARS = 80
+"""The longest owner an LLM may name (:func:`llm_owner`); a longer one is not a name."""
+
+_SPEAKER_WORDS = frozenset(
+    ("self", "me", "i", "myself", "my", "mine", "we", "us", "our", "ours", "ourselves")
+) | {"speaker", "the speaker"}
+
+
+def llm_owner(value: Any, speakers: Sequence[str]) -> str | None:
+    """The owner an LLM named for a memory (its ``"owner"``), as a
+    :attr:`~ramem_core.reading.Reading.owner`: ``""`` for the speaker ("self", "me", "I",
+    the speaker's own name, an empty string), else the person lower-cased ("my husband",
+    "priya"); ``"Ann's husband"`` said by Ann is ``"my husband"``. ``None`` when ``value`` is
+    no owner: not a string, longer than :data:`OWNER_CHARS`, more than one line, or nothing
+    left once the store's separators ("|", ";") are taken out."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if len(text) > OWNER_CHARS or not text.isprintable():
+        return None
+    owner = " ".join(re.sub(r"[|;]", " ", text).replace("\u2019", "'").split()).lower()
+    if not owner:
+        return None if text else ""
+    owner = owner.removesuffix("'s").strip()
+    names = {n for s in speakers for n in (s.strip().lower(), *s.lower().split()[:1]) if n}
+    if owner in _SPEAKER_WORDS or owner in names:
+        return ""
+    for name in names:
+        if owner.startswith(f"{name}'s ") and owner[len(name) + 3 :].strip():
+            return f"my {owner[len(name) + 3 :].strip()}"
+    return owner
+
+
+def parse_llm_reading(item: Mapping[str, Any], speakers: Sequence[str]) -> Reading | None:
+    """The :class:`~ramem_core.reading.Reading` an LLM gave a memory (its ``"owner"`` and
+    ``"replaces"``), checked: ``"replaces"`` counts only as a JSON boolean; an owner that is
+    no owner (:func:`llm_owner`) stores no reading at all, since whose state it speaks of is
+    then unknown; a missing owner is the speaker's. ``None`` when neither is given sensibly,
+    or when the reading says no more than a plain fact of the speaker does."""
+    raw_owner = item.get("owner")
+    raw_replaces = item.get("replaces")
+    replaces = raw_replaces if isinstance(raw_replaces, bool) else None
+    if raw_owner is None:
+        if replaces is None:
+            return None
+        owner = ""
+    else:
+        named = llm_owner(raw_owner, speakers)
+        if named is None:
+            return None
+        owner = named
+    reading = Reading(owner=owner, others=(owner,) if owner else (), replaces=replaces)
+    return None if reading == PLAIN else reading

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from ramem_core.errors import InvalidInputError, StoreError
 from ramem_core.protocols import Embedder
+from ramem_core.replacement import Replacement
 from ramem_core.types import MemoryUnit, TimeSpan, Version
 
 
@@ -404,3 +405,43 @@ def serve_chroma(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def replacement_of(
+    weights: dict[str, float],
+    bias: float,
+    label: float = 0.9,
+    order: float = 0.5,
+    doubt: float = 0.2,
+) -> Replacement:
+    """A :class:`~ramem_core.replacement.Replacement` with the given feature ``weights`` (by
+    name, the rest 0) and no vector weights: a model whose decisions tests can read off."""
+    from ramem_core.replacement import FEATURES
+
+    unknown = set(weights) - set(FEATURES)
+    if unknown:
+        msg = f"unknown features {sorted(unknown)}"
+        raise ValueError(msg)
+    w = np.array([weights.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+    empty = np.zeros(0, dtype=np.float64)
+    return Replacement(w, empty, empty, bias, label, order, doubt)
+
+
+_SAYS_OTHERWISE = (
+    "later_question",
+    "later_possibility",
+    "later_plan",
+    "later_past_story",
+    "later_adds",
+    "later_temporary",
+    "later_still",
+    "told_earlier",
+    "owner_to_other",
+    "owner_from_other",
+)
+
+SAME_KIND = replacement_of({"kind_shared": 10.0, **dict.fromkeys(_SAYS_OTHERWISE, -20.0)}, -5.0)
+"""A replacement model for tests over fake vectors: a later statement of the same kind of
+state (words or vectors) replaces the earlier one (probability 0.99, told), unless it is
+said as a question, a possibility, a plan, a story, an addition, a temporary thing, a
+confirmation, or about somebody else."""

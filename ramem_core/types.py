@@ -12,6 +12,8 @@ from datetime import datetime, timedelta, timezone
 from enum import Enum
 from typing import overload
 
+from ramem_core.reading import Reading
+
 DEFAULT_K = 10
 """How many memories a recall returns unless told otherwise (every entry point: ``recall``,
 ``situate``, ``answer``, the CLI and the adapters)."""
@@ -177,6 +179,9 @@ class EpisodicContext:
         state: the state this statement sets, as the LLM anchorer named it ("where Alice
             lives"): later statements of the same person naming the same state supersede it,
             whatever their words; empty when none was named.
+        reading: whose state the statement speaks of, how it is said and what it signals
+            (:class:`~ramem_core.reading.Reading`, read from its parse at anchoring);
+            ``None`` when it was not read (a plain fact of its speaker).
     """
 
     session_id: str
@@ -193,6 +198,7 @@ class EpisodicContext:
     turn_index: int = 0
     kind: Kind = Kind.STATEMENT
     state: str = ""
+    reading: Reading | None = None
 
 
 @dataclass(frozen=True, slots=True)

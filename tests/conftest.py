@@ -22,7 +22,7 @@ from ramem_core import (
 )
 from ramem_core.evaluation.harness import EvalOptions, evaluate_locomo
 from ramem_core.retrieval import CONTENT_ONLY, RetrievalConfig
-from ramem_core.testing import HashEmbedder, WordCounter
+from ramem_core.testing import SAME_KIND, HashEmbedder, WordCounter
 from tests.builders import conversation, session
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -48,8 +48,11 @@ def store(tmp_path: Path) -> Iterator[ChromaStore]:
 def memory(store: ChromaStore) -> RaMem:
     """A RaMem over the fresh store, its kinds of state read from words alone: the hash
     embedder has no neighbourhoods for the kinds' prototypes to find (the kinds from vectors
-    are tested with a fake that has some, ``tests/core/test_state_kinds.py``)."""
-    return RaMem(store, counter=WordCounter(), config=RetrievalConfig(state_kind_vectors=None))
+    are tested with a fake that has some, ``tests/core/test_state_kinds.py``), and a
+    replacement model that reads those kinds (the shipped one reads the real embedder's
+    vectors: ``tests/core/test_replacement.py``)."""
+    config = RetrievalConfig(state_kind_vectors=None, replacement=SAME_KIND)
+    return RaMem(store, counter=WordCounter(), config=config)
 
 
 def ticking_clock(start: datetime = datetime(2023, 9, 1, 10, 0)) -> Callable[[], datetime]:

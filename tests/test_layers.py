@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ramem_core.prompts",
             "ramem_core.protocols",
             "ramem_core.states",
+            "ramem_core.reading",
             "ramem_core.twins",
         ),
     ),
@@ -35,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "stages",
         (
             "ramem_core.anchoring",
+            "ramem_core.replacement",
             "ramem_core.frames",
             "ramem_core.retrieval",
             "ramem_core.synthesis",

@@ -84,7 +84,9 @@ class Retriever:
         inner = embedder.inner if isinstance(embedder, RecentQueries) else embedder
         self.passes = pipeline(self.config, inner)
         vectors = self.config.state_kind_vectors
-        self.kind_vectors = KindVectors(inner, vectors) if vectors is not None else None
+        self.kind_vectors = (
+            KindVectors(inner, vectors, self.config.lasting) if vectors is not None else None
+        )
 
     def pass_named(self, name: str) -> ListPass:
         """The pass of :attr:`passes` called ``name`` (``KeyError`` if the config has none)."""

@@ -7,7 +7,9 @@ from datetime import timedelta
 
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
+from ramem_core.replacement import LEARNED_REPLACEMENT, Replacement
 from ramem_core.retrieval.fusion import LEARNED_FUSION, Fusion
+from ramem_core.retrieval.kinds import LEARNED_LASTING, Lasting
 from ramem_core.retrieval.members import SecondRound
 
 
@@ -57,12 +59,18 @@ class RetrievalConfig:
             latest of each chain first, one about a past time finds a lasting state valid
             until it was superseded, and each earlier memory is labelled with the later
             statement that may have replaced it.
-        state_similarity: the cosine two statements that state something need to be about
-            the same state without naming one kind of it; ``None`` (the default): never on
-            similarity alone (a threshold labels statements of conversations where no state
-            changes).
-        state_kind_similarity: the cosine enough for two statements of one kind of state
-            (a residence, a job, an appointment: :func:`~ramem_core.states.state_kinds`).
+        replacement: the model that weighs whether a later statement replaced an earlier one
+            (:class:`~ramem_core.replacement.Replacement`; the default,
+            :data:`~ramem_core.replacement.LEARNED_REPLACEMENT`, is loaded by name from
+            ``ramem_core/_data/replacement.json``, written by
+            ``benchmarks/fit_replacement.py``): its label threshold says when a memory is
+            told it was superseded, its order threshold when a question about now reads the
+            later statement first.
+        lasting: reads whether a statement states something that lasts or tells of a
+            one-off event (:class:`~ramem_core.retrieval.kinds.Lasting`, loaded by name from
+            ``ramem_core/_data/lasting.json``, written by ``benchmarks/fit_lasting.py``): only
+            a lasting state is found valid over the time it held; ``None``: as its words and
+            kind say.
         restate_share: for a question about now or for a value at no time in particular,
             statements of the relevant pool whose own words hold this share of the question's
             words (weighted by idf) and state a value, said on two or more days, form one
@@ -104,8 +112,8 @@ class RetrievalConfig:
     exclude_anchor: bool = False
     fusion: Fusion | None = LEARNED_FUSION
     supersession: bool = True
-    state_similarity: float | None = None
-    state_kind_similarity: float = 0.2
+    replacement: Replacement = LEARNED_REPLACEMENT
+    lasting: Lasting | None = LEARNED_LASTING
     state_candidates: int = 50
     restate_share: float | None = 0.6
     state_kind_vectors: float | None = 0.3

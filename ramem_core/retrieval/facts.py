@@ -59,14 +59,30 @@ def gather(
         order = ranking.top(width)
         pool = order[: cfg.validity_pool]
     chain: dict[int, list[int]] = {}
+    ordering: dict[int, list[int]] = {}
+    doubts: dict[int, list[int]] = {}
     kinds = None
     if cfg.supersession and cfg.context_ranking:  # read now, never stored
         candidates = [*ranking.top(cfg.state_candidates, among=~snap.derived), *order]
         if kind_vectors is not None:
             kinds = kind_vectors.of(snap, candidates, frame.query, probe.vector)
-        chain = chains(snap, candidates, cfg.state_similarity, cfg.state_kind_similarity, kinds)
+        found = chains(snap, candidates, cfg.replacement, kinds)
+        model = cfg.replacement
+        chain, ordering = found.at(model.label), found.at(model.order)
+        doubts = found.at(model.doubt)
     return Facts(
-        snap, frame, probe, conditions, ranking, tuple(order), tuple(pool), yielding, chain, kinds
+        snap,
+        frame,
+        probe,
+        conditions,
+        ranking,
+        tuple(order),
+        tuple(pool),
+        yielding,
+        chain,
+        kinds,
+        ordering,
+        doubts,
     )
 
 

@@ -14,8 +14,11 @@ holds on its date, and a statement is one only when it says a time.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from dataclasses import dataclass
+from importlib import resources
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +26,7 @@ import numpy.typing as npt
 from ramem_core.index import products
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.protocols import Embedder
+from ramem_core.reading import PLAIN
 from ramem_core.states import KINDS, asks_about_state, kind_bits_of
 
 MORE_KINDS = ("car", "phone", "school", "team")
@@ -109,6 +113,64 @@ class Kinds:
         return Kinds(bits, lasting, kind_bits_of(asks_about_state(query)))
 
 
+def lasting_features(
+    vectors: npt.NDArray[np.float32], mood: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """What the lasting-state reader reads of statements: each one's vector and its moods
+    (:class:`~ramem_core.reading.Mood` bits, one column each)."""
+    moods = [((mood & bit) != 0)[:, None] for bit in (1, 2, 4, 8)]
+    return np.hstack([np.asarray(vectors, dtype=np.float64), *moods]).astype(np.float64)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Lasting:
+    """Does a statement state something that holds until changed, or tell of a one-off event
+    ("a day at the lake with my uncle")? A logistic regression over
+    :func:`lasting_features`, fitted by ``benchmarks/fit_lasting.py``; a statement reads as
+    lasting at or above ``threshold`` (chosen there so that few held-out events do).
+    """
+
+    weights: npt.NDArray[np.float64]
+    bias: float
+    threshold: float
+
+    def lasting(
+        self, vectors: npt.NDArray[np.float32], mood: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.bool_]:
+        """Per statement, whether it reads as a lasting state (every one, where the vectors
+        are of another embedder than it was fitted on: then as their words and kinds say)."""
+        if not len(vectors):
+            return np.zeros(0, dtype=np.bool_)
+        if vectors.shape[1] + 4 != len(self.weights):
+            return np.ones(len(vectors), dtype=np.bool_)
+        z = lasting_features(vectors, mood) @ self.weights + self.bias
+        out: npt.NDArray[np.bool_] = 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50))) >= self.threshold
+        return out
+
+    def __repr__(self) -> str:
+        digest = hashlib.sha256(self.weights.tobytes() + repr(self.bias).encode()).hexdigest()
+        return f"Lasting({digest[:16]}, threshold={self.threshold})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Lasting) and repr(other) == repr(self)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+
+def load_lasting(name: str = "lasting.json") -> Lasting:
+    """The reader stored in ``ramem_core/_data/<name>`` (written by
+    ``benchmarks/fit_lasting.py``)."""
+    data = json.loads(
+        resources.files("ramem_core").joinpath("_data").joinpath(name).read_text(encoding="utf-8")
+    )
+    return Lasting(np.asarray(data["weights"]), float(data["bias"]), float(data["threshold"]))
+
+
+LEARNED_LASTING = load_lasting()
+"""Fitted by ``benchmarks/fit_lasting.py`` (its threshold chosen by cross-validation there)."""
+
+
 class KindVectors:
     """The prototypes' vectors (:data:`PROTOTYPES`), embedded once, on first use, by
     ``embedder``; a vector speaks of the kind of its nearest prototype when that cosine is at
@@ -120,9 +182,12 @@ class KindVectors:
         threshold: the cosine a statement or a question needs with a kind's prototype.
     """
 
-    def __init__(self, embedder: Embedder, threshold: float) -> None:
+    def __init__(
+        self, embedder: Embedder, threshold: float, lasting: Lasting | None = None
+    ) -> None:
         self.embedder = embedder
         self.threshold = threshold
+        self.lasting = lasting
         self._vectors: npt.NDArray[np.float32] | None = None
         self._neutral: npt.NDArray[np.float32] | None = None
         self._bits: npt.NDArray[np.int64] = np.array(
@@ -170,4 +235,19 @@ class KindVectors:
         bits[at] |= found
         lasting = words.lasting.copy()
         lasting[at] |= lasts
+        if self.lasting is not None:  # a one-off event never holds until changed
+            mood = np.array(
+                [int((snap.units[r].context.reading or PLAIN).mood) for r in at.tolist()]
+            )
+            lasting[at] &= self.lasting.lasting(snap.vectors[at], mood.astype(np.int64))
         return Kinds(bits, lasting, asked)
+
+
+def joined_bits(
+    words: npt.NDArray[np.int64], found: npt.NDArray[np.int64], timed: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.int64]:
+    """The kinds of statements as their ``words`` say and their vectors ``found``, an
+    appointment only where a statement says a time (:meth:`KindVectors.of`)."""
+    found = np.where(timed, found, found & LASTING_BITS)
+    out: npt.NDArray[np.int64] = (words | found).astype(np.int64)
+    return out

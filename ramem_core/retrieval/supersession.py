@@ -2,24 +2,30 @@
 now that takes the latest of each chain first, and a question about a past time that finds a
 lasting state valid until it was superseded.
 
-Supersession is derived here, when a question is read, from the candidates' own words,
-speakers, times and vectors (:mod:`ramem_core.states`); nothing is stored, so deleting the
-later statement restores the earlier one. It only adds: a superseded memory stays in the
+Supersession is derived here, when a question is read, from the candidates' readings (whose
+state, how it is said: :mod:`ramem_core.reading`), words, speakers, times and vectors, weighed
+by the replacement model (:mod:`ramem_core.replacement`); nothing is stored, so deleting the
+later statement restores the earlier one. A replacement the model finds likely enough to be
+told (:attr:`~ramem_core.replacement.Replacement.label`) labels the earlier statement; one
+likely enough to order by (:attr:`~ramem_core.replacement.Replacement.order`) only puts the
+later first for a question about now. It only adds: a superseded memory stays in the
 list, right after its successor, labelled (:class:`~ramem_core.types.Supersession`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
-from ramem_core.index import products
 from ramem_core.index.snapshot import Snapshot
+from ramem_core.reading import PLAIN
+from ramem_core.replacement import Replacement, same_owner, statements
 from ramem_core.retrieval.conditions import Conditions
 from ramem_core.retrieval.kinds import Kinds
-from ramem_core.states import asks_value, values
+from ramem_core.states import asks_current, asks_value, values
 from ramem_core.temporal import day_span, describe
 from ramem_core.types import MemoryUnit, RecallFrame, Supersession, TimeSpan
 
@@ -40,51 +46,71 @@ def _began(snap: Snapshot, row: int, kinds: Kinds | None = None) -> TimeSpan | N
     return began if began is not None and lasting[row] else None
 
 
+@dataclass(frozen=True, slots=True)
+class Chains:
+    """For each candidate statement that a later one may have replaced, those later ones in
+    the order they were said, each with the probability that it did
+    (:class:`~ramem_core.replacement.Replacement`)."""
+
+    later: Mapping[int, list[tuple[int, float]]] = field(default_factory=dict)
+
+    def at(self, threshold: float) -> dict[int, list[int]]:
+        """The chains of the replacements at least ``threshold`` likely."""
+        out = {}
+        for row, found in self.later.items():
+            rows = [later for later, p in found if p >= threshold]
+            if rows:
+                out[row] = rows
+        return out
+
+
 def chains(
     snap: Snapshot,
     rows: Iterable[int],
-    threshold: float | None,
-    kind_threshold: float | None = None,
+    model: Replacement,
     kinds: Kinds | None = None,
-) -> dict[int, list[int]]:
-    """For each statement among ``rows`` that later ones supersede, their rows in the order
-    they were said: said later by the same person, both stating something that can change, and
-    about the same subject: the cosine of their vectors at least ``threshold`` (``None``:
-    never on similarity alone), or at least ``kind_threshold`` when both speak of one kind
-    of state ("I live in Lisbon", "I moved to Porto": :func:`~ramem_core.states.state_kinds`),
-    or both name the same state (the LLM anchorer's ``updates``:
-    :attr:`~ramem_core.types.EpisodicContext.state`), whatever their words.
+) -> Chains:
+    """The statements among ``rows`` that later ones may have replaced: each pair of
+    statements by one speaker, the later said after the earlier, that may speak of one
+    owner's state (:func:`~ramem_core.replacement.same_owner`), weighed by ``model``; a
+    pair that names the same state (the LLM anchorer's ``updates``:
+    :attr:`~ramem_core.types.EpisodicContext.state`) is a replacement whatever its words.
     ``kinds``: the kinds of state of the memories (:class:`~ramem_core.retrieval.kinds.Kinds`;
-    by default their words'); a statement of a kind states something whatever its words.
-    Read off the snapshot's columns (:mod:`ramem_core.index.columns`): no text is read here."""
+    by default their words')."""
     if snap.vectors is None:
-        return {}
-    candidates = np.fromiter(dict.fromkeys(rows), dtype=np.int64)
-    columns = snap.columns
-    bits = (kinds or Kinds.of_words(snap, "")).bits
-    named = columns["state_key"][candidates] != 0  # the LLM anchorer named its state
-    at = candidates[columns["states"][candidates] | named | (bits[candidates] != 0)]
-    if threshold is None:  # a chain needs a shared kind or a named state: the rest, none
-        at = at[(bits[at] != 0) | (columns["state_key"][at] != 0)]
+        return Chains()
+    at = np.fromiter(dict.fromkeys(rows), dtype=np.int64)
+    at = at[~snap.derived[at]] if len(at) else at
     if len(at) < 2:
-        return {}
-    cosine = products.cosines(snap.vectors[at], snap.vectors[at])
-    similar = cosine >= threshold if threshold is not None else np.zeros(cosine.shape, bool)
-    if kind_threshold is not None:
-        of = bits[at]
-        shared = (of[:, None] & of[None, :]) != 0
-        similar |= shared & (cosine >= kind_threshold)
-    keys = columns["state_key"][at]
-    similar |= (keys[:, None] == keys[None, :]) & (keys != 0)[:, None]  # one named state
-    said = columns["said_at"][at] * 100_000 + columns["turn"][at]  # when, then the turn
+        return Chains()
+    columns = snap.columns
+    said_at = np.asarray(columns["said_at"][at], dtype=np.int64)
+    said = said_at * 100_000 + np.asarray(columns["turn"][at], dtype=np.int64)  # then the turn
     speaker = columns["speaker"][at]
-    same = speaker[:, None] == speaker[None, :]
-    later = similar & same & (said[None, :] > said[:, None])
-    out: dict[int, list[int]] = {}
-    for i in np.flatnonzero(later.any(axis=1)).tolist():
-        js = np.flatnonzero(later[i])
-        out[int(at[i])] = [int(at[j]) for j in js[np.argsort(said[js], kind="stable")]]
-    return out
+    later = (speaker[:, None] == speaker[None, :]) & (said[None, :] > said[:, None])
+    i, j = np.nonzero(later)
+    if not len(i):
+        return Chains()
+    bits = (kinds or Kinds.of_words(snap, "")).bits
+    s = statements([snap.units[int(r)] for r in at], snap.vectors[at], bits[at])
+    p = np.zeros(len(i))
+    keep = same_owner(s, i, j)
+    p[keep] = model.probabilities(s, i[keep], j[keep])
+    keys = columns["state_key"][at]
+    named = (keys[i] == keys[j]) & (keys[i] != 0)  # one named state: as the model answered
+    if named.any():  # None: not asked (a record of before), a replacement as ever
+        answer = {
+            b: (snap.units[int(at[b])].context.reading or PLAIN).replaces
+            for b in set(j[named].tolist())
+        }
+        denied = np.array([answer.get(b) is False for b in j.tolist()])
+        p[named] = np.where(denied[named], 0.0, 1.0)
+    found: dict[int, list[tuple[int, float]]] = {}
+    triples = zip(i.tolist(), j.tolist(), p.tolist(), strict=True)
+    for a, b, q in sorted(triples, key=lambda t: said[t[1]]):
+        if q > 0:
+            found.setdefault(int(at[a]), []).append((int(at[b]), q))
+    return Chains(found)
 
 
 def _of_kind(snap: Snapshot, rows: Sequence[int], asked: int, kinds: Kinds | None) -> list[int]:
@@ -127,6 +153,15 @@ def asks_latest_value(frame: RecallFrame) -> bool:
     if frame.asks_earlier:
         return False
     return frame.asks_now or (not frame.grounded_times and asks_value(frame.query))
+
+
+def asks_now_or_current(frame: RecallFrame) -> bool:
+    """True when the latest statement of a state answers ``frame``: it asks about now, or in
+    the present tense at no grounded time ("When is the Japan trip?":
+    :func:`~ramem_core.states.asks_current`); never when it asks for the earlier value."""
+    if frame.asks_earlier:
+        return False
+    return frame.asks_now or (not frame.grounded_times and asks_current(frame.query))
 
 
 def restated(
@@ -188,8 +223,9 @@ def held_through(
     the question asks about ("Where did I live in April?") held during one of the frame's
     windows: from when it was said, or when it says the state began ("I moved to Porto last
     week"), until it was first superseded as that kind of state (``chain``: when the
-    successor's state began, if it says, else when the successor was said) or until the
-    question's now; with the reason in words."""
+    successor's state began, if it says, else when the successor was said; one of the kind
+    asked about if any, else any that may have replaced it: a kind missed must not make the
+    state look held) or until the question's now; with the reason in words."""
     kinds = kinds or Kinds.of_words(snap, frame.query)
     asked = kinds.asked
     if not conditions.windows or conditions.exact is None or not asked:

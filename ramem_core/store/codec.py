@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ramem_core.reading import Reading
 from ramem_core.types import (
     EpisodicContext,
     Granularity,
@@ -88,6 +89,7 @@ def to_metadata(unit: MemoryUnit) -> dict[str, Any]:
         "source_ids": list(unit.source_ids) or [NONE],
         "kind": ctx.kind.value,
         **({"state": ctx.state} if ctx.state else {}),
+        **({"reading": ctx.reading.encode()} if ctx.reading is not None else {}),
         **({"payload": unit.payload} if unit.payload else {}),
     }
 
@@ -118,6 +120,7 @@ def from_record(unit_id: str, document: str, meta: Mapping[str, Any]) -> MemoryU
         turn_index=int(meta.get("turn_index") or 0),
         kind=Kind(str(meta.get("kind") or Kind.STATEMENT.value)),  # older records: statements
         state=str(meta.get("state") or ""),
+        reading=Reading.decode(str(meta["reading"])) if meta.get("reading") else None,
     )
     return MemoryUnit(
         unit_id, document, context, _list(meta, "source_ids"), str(meta.get("payload") or "")

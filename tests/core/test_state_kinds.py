@@ -15,7 +15,7 @@ import pytest
 from ramem_core import RaMem, RetrievalConfig
 from ramem_core.retrieval.kinds import NEUTRAL, PROTOTYPES, KindVectors
 from ramem_core.store.chroma import ChromaStore
-from ramem_core.testing import HashEmbedder, WordCounter
+from ramem_core.testing import SAME_KIND, HashEmbedder, WordCounter
 
 JOB_WORDS = ("acme", "initech", "gig", "work", "job", "employer", "office")
 """What the fake embedder reads as speaking of a job: a real embedder's neighbourhood."""
@@ -38,8 +38,8 @@ class ThemeEmbedder(HashEmbedder):
         return out
 
 
-WORDS_ONLY = replace(RetrievalConfig(), state_kind_vectors=None)
-IN_OTHER_WORDS = replace(RetrievalConfig(), state_kind_vectors=0.5)
+WORDS_ONLY = replace(RetrievalConfig(), state_kind_vectors=None, replacement=SAME_KIND)
+IN_OTHER_WORDS = replace(RetrievalConfig(), state_kind_vectors=0.5, replacement=SAME_KIND)
 
 
 def _memory(config: RetrievalConfig, path: Path) -> tuple[RaMem, list[str]]:

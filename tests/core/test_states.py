@@ -14,7 +14,7 @@ from ramem_core.states import asks_earlier, asks_now, asks_value, state_kinds, v
 from ramem_core.store.chroma import ChromaStore
 from ramem_core.synthesis import evidence_metadata, validity
 from ramem_core.temporal import describe
-from ramem_core.testing import WordCounter
+from ramem_core.testing import SAME_KIND, WordCounter
 from tests.builders import ids
 
 
@@ -25,7 +25,10 @@ def memory(store: ChromaStore) -> RaMem:
     return RaMem(store, counter=WordCounter(), config=WORDS)
 
 
-WORDS = RetrievalConfig(state_kind_vectors=None)
+WORDS = RetrievalConfig(state_kind_vectors=None, replacement=SAME_KIND)
+"""The kinds of state of the words alone, and a replacement model that reads them: a later
+statement of one kind replaces an earlier one (the shipped model reads the embedder's
+vectors, which the hash embedder does not have: ``test_replacement.py``)."""
 JAN = datetime(2024, 1, 10, 9)
 JUNE = datetime(2024, 6, 2, 9)
 

@@ -56,7 +56,7 @@ def pipeline(config: RetrievalConfig, terms_embedder: Embedder) -> tuple[ListPas
             if config.derived_last is not None
             else None
         ),
-        (LatestFirst(config.state_kind_similarity, config.validity_pool) if states else None),
+        (LatestFirst(config.validity_pool) if states else None),
         (
             LatestDayFirst(config.restate_share)
             if states and config.restate_share is not None

@@ -50,8 +50,13 @@ class Facts:
         order: the ranking's best rows, the list the passes start from.
         pool: the relevant pool: the first of them in which valid memories move ahead.
         yielding: recorded questions and replies yield to statements.
-        chains: for each candidate statement that later ones supersede, their rows in the
-            order they were said (empty with supersession off).
+        chains: for each candidate statement that later ones replaced, likely enough to be
+            told (the model's label threshold), their rows in the order they were said
+            (empty with supersession off).
+        ordering: the same at the model's order threshold (a question about now reads the
+            later first; no claim is made).
+        doubts: the same at the model's doubt threshold: statements that a later one may
+            have replaced (a state is told it held through a time only when none did).
         kinds: the kinds of state the candidates speak of and the question asks about
             (``None``: as their words say).
     """
@@ -66,6 +71,8 @@ class Facts:
     yielding: bool = False
     chains: Mapping[int, list[int]] = field(default_factory=dict)
     kinds: Kinds | None = None
+    ordering: Mapping[int, list[int]] = field(default_factory=dict)
+    doubts: Mapping[int, list[int]] = field(default_factory=dict)
 
 
 class ListPass(Protocol):

@@ -5,31 +5,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ramem_core.retrieval.passes.base import Facts, Picks
-from ramem_core.retrieval.supersession import chains, successors_for
+from ramem_core.retrieval.supersession import asks_now_or_current, successors_for
 
 
 @dataclass(frozen=True, slots=True)
 class LatestFirst:
-    """For a question about now (not about an earlier value), each statement of the first
-    ``pool`` places that a later statement of a named kind of state supersedes (where one
-    lives, works, an appointment: chains by similarity alone put a later statement that is
-    not the evidence first too often) has its successor moved up to right before it, when
-    the successor is among those places too and its state has begun by now.
+    """For a question about now (not about an earlier value; or in the present tense at no
+    other time: :func:`~ramem_core.retrieval.supersession.asks_now_or_current`), each
+    statement of the first
+    ``pool`` places that a later one likely replaced (the replacement model's order
+    threshold: an order is no claim, :attr:`.base.Facts.ordering`) has its successor moved up
+    to right before it, when the successor is among those places too and its state has begun
+    by now.
 
     Args:
-        kind_similarity: the cosine two statements of one kind of state need.
         pool: the places it reorders.
     """
 
-    kind_similarity: float
     pool: int
     name: str = "latest-first"
 
     def __call__(self, facts: Facts, picks: Picks) -> Picks:
         frame, snap = facts.frame, facts.snap
-        if not frame.asks_now or frame.asks_earlier:
+        if not asks_now_or_current(frame):
             return picks
-        named = chains(snap, facts.pool, None, self.kind_similarity, facts.kinds)
+        pooled_rows = set(facts.pool)
+        named = {
+            row: kept
+            for row, later in facts.ordering.items()
+            if row in pooled_rows and (kept := [r for r in later if r in pooled_rows])
+        }
         successor = successors_for(snap, named, frame.query, frame.now, facts.kinds)
         if not successor:
             return picks

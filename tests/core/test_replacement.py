@@ -1,0 +1,137 @@
+"""Does a later statement replace an earlier one (ramem_core.replacement)? The model's file,
+its owner gate, and its two thresholds: a label is told only above the label threshold, a
+question about now is reordered above the order threshold, and another person's statement
+never replaces the speaker's."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ramem_core import RaMem, RetrievalConfig
+from ramem_core.reading import Reading
+from ramem_core.replacement import (
+    FEATURES,
+    LEARNED_REPLACEMENT,
+    Replacement,
+    load_replacement,
+    same_owner,
+    statements,
+)
+from ramem_core.states import state_key
+from ramem_core.store.chroma import ChromaStore
+from ramem_core.testing import SAME_KIND, WordCounter, replacement_of
+from ramem_core.types import EpisodicContext, Granularity, MemoryUnit, TimeSpan
+
+JAN, JUNE, JULY = datetime(2024, 1, 10, 9), datetime(2024, 6, 2, 9), datetime(2024, 7, 1)
+
+
+def _unit(text: str, owner: str = "", at: datetime = JAN) -> MemoryUnit:
+    span = TimeSpan(at, at, Granularity.INSTANT)
+    context = EpisodicContext("s", "c", span, speaker="user", reading=Reading(owner=owner))
+    return MemoryUnit(text, f"user: {text}", context)
+
+
+def test_the_shipped_model_loads_by_name_with_its_features_and_thresholds() -> None:
+    model = load_replacement()
+    assert model == LEARNED_REPLACEMENT
+    assert len(model.weights) == len(FEATURES)
+    assert 0 < model.order <= model.label < 1
+    path = Path(__file__).parents[2] / "ramem_core" / "_data" / "replacement.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["fitted_by"] == "python benchmarks/fit_replacement.py"
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"features": ["cosine"]}, "features"),
+        ({"label_threshold": 0.2, "order_threshold": 0.5}, "thresholds"),
+        ({"label_threshold": 1.0}, "thresholds"),
+        ({"doubt_threshold": 0.6}, "thresholds"),
+    ],
+)
+def test_a_model_file_of_other_features_or_thresholds_is_refused(
+    change: dict[str, Any], error: str
+) -> None:
+    data: dict[str, Any] = {
+        "features": list(FEATURES),
+        "weights": [0.0] * len(FEATURES),
+        "bias": 0.0,
+        "label_threshold": 0.9,
+        "order_threshold": 0.5,
+        "doubt_threshold": 0.2,
+        **change,
+    }
+    with pytest.raises(ValueError, match=error):
+        Replacement.from_dict(data)
+
+
+def test_somebody_of_the_speakers_circle_never_replaces_the_speaker() -> None:
+    units = [
+        _unit("I work at Acme."),
+        _unit("My husband just started at Initech.", owner="my husband"),
+        _unit("My sister lives in Leeds.", owner="my sister"),
+        _unit("She moved to York.", owner="she"),
+        _unit("Carl retired, so I report to Bex now.", owner="carl"),
+        _unit("I moved to York.", owner=""),
+    ]
+    vectors = np.eye(len(units), 8, dtype=np.float32)
+    s = statements(units, vectors, np.zeros(len(units), dtype=np.int64))
+    pairs = [(0, 1), (2, 3), (0, 4), (2, 5), (0, 5)]
+    gate = same_owner(s, np.array([a for a, _ in pairs]), np.array([b for _, b in pairs]))
+    # the husband's job is his; "she" may be the sister; a manager's news may be the speaker's;
+    # the speaker's move is not the sister's; the speaker's own statements are one owner's
+    assert gate.tolist() == [False, True, True, False, True]
+    assert s.owner[1] == state_key("my husband")
+
+
+def test_a_probability_at_the_label_threshold_is_told_one_below_it_only_orders(
+    store: ChromaStore,
+) -> None:
+    """One model whose probability for the pair is 0.73: told above a label threshold of
+    0.7, not told but still read first for "now" with a label threshold of 0.8."""
+    model = replacement_of({"kind_shared": 6.0}, -5.0)  # sigmoid(1) = 0.731 for a shared kind
+    found = {}
+    for label in (0.7, 0.8):
+        cfg = RetrievalConfig(state_kind_vectors=None, replacement=replace(model, label=label))
+        memory = RaMem(store, counter=WordCounter(), config=cfg, namespace=f"t{label}")
+        lisbon = memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+        memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 3, 1, 9))
+        porto = memory.add_turn("user", "I moved to Porto last week.", at=JUNE)
+        evidence = list(memory.recall("Where do I live now?", k=3, at=JULY))
+        order = [e.unit.id for e in evidence]
+        assert order.index(porto.id) < order.index(lisbon.id)  # read first either way
+        found[label] = next(e for e in evidence if e.unit.id == lisbon.id).superseded
+    assert found[0.7] is not None
+    assert found[0.8] is None
+
+
+def test_another_persons_change_is_neither_told_nor_read_first(store: ChromaStore) -> None:
+    cfg = RetrievalConfig(state_kind_vectors=None, replacement=SAME_KIND)
+    memory = RaMem(store, counter=WordCounter(), config=cfg)
+    acme = memory.add_turn("user", "I work at Acme as an accountant.", at=JAN)
+    memory.add_turn("user", "My husband just started a new job at Initech.", at=JUNE)
+    evidence = list(memory.recall("Where do I work now?", k=3, at=JULY))
+    assert evidence[0].unit.id == acme.id
+    assert all(e.superseded is None for e in evidence)
+
+
+def test_a_possibility_replaces_nothing_a_fact_does(store: ChromaStore) -> None:
+    cfg = RetrievalConfig(state_kind_vectors=None, replacement=SAME_KIND)
+    memory = RaMem(store, counter=WordCounter(), config=cfg)
+    acme = memory.add_turn("user", "I work at Acme as an accountant.", at=JAN)
+    memory.add_turn("user", "I might take a job at Initech if they call back.", at=JUNE)
+    evidence = list(memory.recall("Where do I work now?", k=3, at=JULY))
+    assert next(e for e in evidence if e.unit.id == acme.id).superseded is None
+    globex = memory.add_turn("user", "I took a job at Globex last month.", at=JULY)
+    evidence = list(memory.recall("Where do I work now?", k=3, at=datetime(2024, 7, 2)))
+    old = next(e for e in evidence if e.unit.id == acme.id)
+    assert old.superseded is not None
+    assert old.superseded.by == globex.id
