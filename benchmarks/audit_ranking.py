@@ -422,6 +422,19 @@ PASSES = (
             " words alone, now_leads, past_leads and labelled with lower bounds above 0"
         ),
     ),
+    Pass(
+        "lasting",
+        lambda c: replace(c, lasting=None),
+        (
+            ("latest_first@10", None),
+            ("turn@1", "knowledge-update"),
+            ("turn@1", "temporal-reasoning"),
+        ),
+        elsewhere=(
+            "python benchmarks/bench_events.py: one-off events told as held through a later"
+            " window (event_held), against no-lasting"
+        ),
+    ),
     Pass("keys", lambda c: replace(c, keys=CONTENT_KEYS), ALL_R10, keys=True),
     Pass("neighbours-key", _keys(neighbours=()), ALL_R10, keys=True),
     Pass("window-key", _keys(window=0), ALL_R10, keys=True),
@@ -447,7 +460,6 @@ def _members(c: RetrievalConfig, v: Any) -> RetrievalConfig:
 
 GRIDS: dict[str, tuple[Callable[[RetrievalConfig, Any], RetrievalConfig], tuple[Any, ...]]] = {
     "restate_share": (_set("restate_share"), (None, 0.4, 0.5, 0.6, 0.7, 0.8)),
-    "state_kind_similarity": (_set("state_kind_similarity"), (0.1, 0.2, 0.3, 0.4)),
     "members.similarity": (_members, (None, 0.4, 0.5, 0.6)),
     "validity_pool": (_set("validity_pool"), (10, 20, 30)),
     "window_slots": (_set("window_slots"), (0, 1, 2, 3)),

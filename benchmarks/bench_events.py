@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench_states import DEFAULT_VARIANTS, VARIANTS, _claims_held
+from bench_states import DEFAULT_VARIANTS, VARIANTS, claims_held
 
 from ramem_core import RaMem, RetrievalConfig
 
@@ -61,7 +61,7 @@ def run(config: RetrievalConfig, scenarios: list[dict[str, Any]]) -> list[dict[s
             window = scenario.get("window_turn")
             row: dict[str, Any] = {
                 "id": scenario["id"],
-                "event_held": float(any(_claims_held(e) for e in shown if e.unit.id == event)),
+                "event_held": float(any(claims_held(e) for e in shown if e.unit.id == event)),
                 "event_first": float(bool(shown) and shown[0].unit.id == event),
             }
             if window is not None:

@@ -66,7 +66,7 @@ def replay(memory: RaMem, scenario: dict[str, Any], namespace: str) -> list[str]
     return [ids[i] for i in scenario["states"]]
 
 
-def _claims_held(evidence: Evidence) -> bool:
+def claims_held(evidence: Evidence) -> bool:
     """Its "valid" line says it held at the asked time, through it or during part of it ("may
     have held" is no claim: it says it does not know)."""
     return any(
@@ -81,7 +81,7 @@ def measure(found: list[Evidence], states: list[str], expected: str) -> dict[str
     first = shown[0].unit.id if shown else None
     replaced = set(states[:-1])
     labelled = all(e.superseded is not None for e in shown if e.unit.id in replaced)
-    held_wrong = any(_claims_held(e) and e.unit.id != expected for e in shown)
+    held_wrong = any(claims_held(e) and e.unit.id != expected for e in shown)
     return {
         "leads": float(first == expected),
         "in_top": float(expected in [e.unit.id for e in shown]),

@@ -19,9 +19,8 @@ restated-value chains (``no-restate``: :func:`~ramem_core.retrieval.supersession
 with paired bootstrap 95% intervals; and the agent path (:func:`agent_path`): each question through
 ``create_agent`` + ``RaMemMiddleware`` with the question's own date as the clock, checking
 that the model saw exactly ``recall(at=question date)``, with ``latest_first@10`` of what it
-saw. The supersession settings (``state_similarity``,
-``state_kind_similarity``, ``restate_share``) are chosen on the choose part from a small grid
-(:data:`GRID`); the report part is measured once with the chosen ones. Writes
+saw. ``restate_share`` is chosen on the choose part from a small grid (:data:`GRID`); the
+report part is measured once with the chosen one. Writes
 ``benchmarks/results/bench_updates.json``; embeddings are cached under ``results/updates``.
 Skips cleanly without the dev data.
 """
@@ -55,15 +54,10 @@ EARLIER = ("50635ada", "e66b632c", "dfde3500", "f685340e")
 """Knowledge-update questions that ask for the earlier value (or for both), fixed by reading
 the questions before any run: the previous frequent flyer status, the previous personal
 best, the previous tutor, how often "previously" and now."""
-GRID = [
-    (s, k, r)
-    for s in (None, 0.5, 0.6, 0.7)
-    for k in (0.1, 0.2, 0.3)
-    for r in (None, 0.4, 0.5, 0.6, 0.7)
-]
-"""(state_similarity, state_kind_similarity, restate_share) tried on the choose part. Among the
-best, the lowest ``restate_share`` (the broadest chain that costs the choose part nothing),
-then the defaults of the rest."""
+GRID = (None, 0.4, 0.5, 0.6, 0.7)
+"""``restate_share`` tried on the choose part. Among the best, the lowest (the broadest chain
+that costs the choose part nothing). (Supersession itself is the replacement model's:
+``benchmarks/fit_replacement.py``.)"""
 
 
 def questions() -> list[dict[str, Any]]:
@@ -156,38 +150,21 @@ def main() -> None:
 
     base = RetrievalConfig()
     grid = {}
-    for similarity, kind, share in GRID:
-        config = replace(
-            base, state_similarity=similarity, state_kind_similarity=kind, restate_share=share
-        )
-        rows = run(config, "choose")
-        grid[f"{similarity}/{kind}/{share}"] = {
-            m: mean(rows, m) for m in ("latest_first@10", "latest_in@10")
-        }
-    default = f"{base.state_similarity}/{base.state_kind_similarity}/{base.restate_share}"
+    for point in GRID:
+        rows = run(replace(base, restate_share=point), "choose")
+        grid[str(point)] = {m: mean(rows, m) for m in ("latest_first@10", "latest_in@10")}
 
     def share_of(point: str) -> float:
-        third = point.split("/")[2]
-        return 2.0 if third == "None" else float(third)
+        return 2.0 if point == "None" else float(point)
 
     best = max(
         grid,
-        key=lambda g: (
-            grid[g]["latest_first@10"],
-            grid[g]["latest_in@10"],
-            -share_of(g),
-            g.split("/")[:2] == default.split("/")[:2],
-        ),
+        key=lambda g: (grid[g]["latest_first@10"], grid[g]["latest_in@10"], -share_of(g)),
     )
-    print("choose grid (state_similarity/state_kind_similarity/restate_share):", json.dumps(grid))
-    print(f"chosen: {best} (default {default})")
-    first, second, third = best.split("/")
-    similarity = None if first == "None" else float(first)
-    kind = float(second)
-    share = None if third == "None" else float(third)
-    chosen = replace(
-        base, state_similarity=similarity, state_kind_similarity=kind, restate_share=share
-    )
+    print("choose grid (restate_share):", json.dumps(grid))
+    print(f"chosen: {best} (default {base.restate_share})")
+    share = None if best == "None" else float(best)
+    chosen = replace(base, restate_share=share)
     runs = {
         "ramem": chosen,
         "content": harness.SYSTEMS["content"],
@@ -198,11 +175,7 @@ def main() -> None:
         "command": "python benchmarks/bench_updates.py",
         "excluded_earlier_value": list(EARLIER),
         "choose_grid": grid,
-        "chosen": {
-            "state_similarity": similarity,
-            "state_kind_similarity": kind,
-            "restate_share": share,
-        },
+        "chosen": {"restate_share": share},
         "parts": {},
     }
     for part in ("choose", "report"):

@@ -19,8 +19,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ramem_core.retrieval import RetrievalConfig
-
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PAGE = ROOT / "docs" / "results.md"
@@ -375,7 +373,7 @@ def states_section() -> list[str]:
         for name, data in looks:
             groups = data["runs"]["ramem"]["table"]
             part = "report" if name.startswith("fixed") else "all"
-            chosen = [part] + sorted(g for g in groups if g.startswith("lookalike "))
+            chosen = [part, *sorted(g for g in groups if g.startswith("lookalike "))]
             for group in chosen:
                 cell = groups[group]
                 rows.append([name, group, cell["n"], num(cell["false_label"]), num(cell["leads"])])

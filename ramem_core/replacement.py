@@ -267,7 +267,10 @@ class Replacement:
         label, order = float(data["label_threshold"]), float(data["order_threshold"])
         doubt = float(data["doubt_threshold"])
         if not (0.0 < doubt <= order <= label < 1.0) or math.isnan(label + order + doubt):
-            msg = f"thresholds must satisfy 0 < doubt <= order <= label < 1: {doubt}, {order}, {label}"
+            msg = (
+                "thresholds must satisfy 0 < doubt <= order <= label < 1:"
+                f" {doubt}, {order}, {label}"
+            )
             raise ValueError(msg)
         return Replacement(
             np.asarray(data["weights"], dtype=np.float64),

@@ -264,11 +264,16 @@ _PAST_TENSE = re.compile(
 )
 
 
+_PRESENT_TENSE = re.compile(r"\b(?:is|are|am|do|does|have|has)\b|\w'(?:s|re|m)\b", re.IGNORECASE)
+
+
 def asks_current(query: str) -> bool:
     """True when ``query`` asks about a state at no other time than now, in the present tense:
     "When is the Japan trip?", "Where's the surf trip?" (a plan as it stands); not "When did
-    I go?", "What was the plan originally?"."""
-    return not asks_earlier(query) and _PAST_TENSE.search(query) is None
+    I go?", "What was the plan originally?", nor a query with no verb ("green tea")."""
+    if asks_earlier(query) or _PAST_TENSE.search(query) is not None:
+        return False
+    return _PRESENT_TENSE.search(query) is not None
 
 
 def asks_value(query: str) -> bool:

@@ -143,7 +143,10 @@ class Lasting:
             return np.zeros(0, dtype=np.bool_)
         if vectors.shape[1] + 4 != len(self.weights):
             return np.ones(len(vectors), dtype=np.bool_)
-        z = lasting_features(vectors, mood) @ self.weights + self.bias
+        d = vectors.shape[1]
+        moods = lasting_features(vectors[:, :0], mood)  # the mood columns alone
+        z = products.cosines_with(vectors.astype(np.float64), self.weights[:d])
+        z = z + np.einsum("ij,j->i", moods, self.weights[d:]) + self.bias
         out: npt.NDArray[np.bool_] = 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50))) >= self.threshold
         return out
 

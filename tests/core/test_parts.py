@@ -60,6 +60,7 @@ def _decomposing(memory: RaMem, llm: FakeLLM) -> RaMem:
         memory.store,
         inducer=LLMFrameInducer(llm, decompose=True),
         counter=WordCounter(),
+        config=memory.retriever.config,  # the same ranking: only the frame differs
     )
 
 

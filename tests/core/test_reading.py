@@ -48,6 +48,12 @@ def test_the_owner_is_the_main_clause_subject_followed_through_possessors(
     assert owner_kind(found.owner) is kind
 
 
+def test_he_or_she_is_read_as_the_person_named_before() -> None:
+    reader = reading.default_reader()
+    found = one(reader, "My sister got a job. She starts at the hospital in York next week.")
+    assert found.owner == "my sister"  # the longer sentence says "she": the sister
+
+
 def test_a_sentence_about_the_speaker_by_name_is_the_speakers_own(read: ParseReader) -> None:
     assert one(read, "Caroline started at the youth centre.", speaker="Caroline").owner == ""
     assert one(read, "Melanie started at the youth centre.", speaker="Caroline").owner == "melanie"

@@ -123,6 +123,23 @@ def test_another_persons_change_is_neither_told_nor_read_first(store: ChromaStor
     assert all(e.superseded is None for e in evidence)
 
 
+def test_the_owner_gate_holds_whatever_the_model_weighs(store: ChromaStore) -> None:
+    """A model that reads kinds alone (no owner feature): the gate still keeps the husband's
+    new job from replacing the user's."""
+    blind = replacement_of({"kind_shared": 10.0}, -5.0)
+    cfg = RetrievalConfig(state_kind_vectors=None, replacement=blind)
+    memory = RaMem(store, counter=WordCounter(), config=cfg)
+    acme = memory.add_turn("user", "I work at Acme as an accountant.", at=JAN)
+    memory.add_turn("user", "My husband just started a new job at Initech.", at=JUNE)
+    evidence = list(memory.recall("Where do I work now?", k=3, at=JULY))
+    assert next(e for e in evidence if e.unit.id == acme.id).superseded is None
+    mine = memory.add_turn("user", "I just started a new job at Initech.", at=JULY)
+    evidence = list(memory.recall("Where do I work now?", k=3, at=datetime(2024, 7, 2)))
+    old = next(e for e in evidence if e.unit.id == acme.id).superseded
+    assert old is not None
+    assert old.by == mine.id  # the user's own change does
+
+
 def test_a_possibility_replaces_nothing_a_fact_does(store: ChromaStore) -> None:
     cfg = RetrievalConfig(state_kind_vectors=None, replacement=SAME_KIND)
     memory = RaMem(store, counter=WordCounter(), config=cfg)
@@ -135,3 +152,71 @@ def test_a_possibility_replaces_nothing_a_fact_does(store: ChromaStore) -> None:
     old = next(e for e in evidence if e.unit.id == acme.id)
     assert old.superseded is not None
     assert old.superseded.by == globex.id
+
+
+def test_a_later_statement_that_may_have_replaced_a_state_stops_its_held_through(
+    store: ChromaStore,
+) -> None:
+    """p = 0.27 for the pair: above the doubt threshold (0.2), below the order one (0.5): the
+    past question's line no longer says Lisbon held through June; "now" is not reordered."""
+    model = replacement_of({"kind_shared": 4.0}, -5.0, doubt=0.2)  # sigmoid(-1) = 0.269
+    cfg = RetrievalConfig(state_kind_vectors=None, replacement=model)
+    memory = RaMem(store, counter=WordCounter(), config=cfg)
+    lisbon = memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+    memory.add_turn("user", "I moved to Porto.", at=datetime(2024, 6, 10, 9))
+    then = list(memory.recall("Where did I live in June?", k=3, at=datetime(2024, 8, 1)))
+    line = " ".join(next(e for e in then if e.unit.id == lisbon.id).satisfied)
+    assert "held through" not in line
+    assert "if that later statement changed it then" in line
+    undoubted = replace(model, doubt=0.3, order=0.5)
+    memory = RaMem(store, counter=WordCounter(), config=replace(cfg, replacement=undoubted))
+    then = list(memory.recall("Where did I live in June?", k=3, at=datetime(2024, 8, 1)))
+    line = " ".join(next(e for e in then if e.unit.id == lisbon.id).satisfied)
+    assert "no later change of it found, so held through 'in June'" in line
+
+
+def test_a_present_tense_question_at_no_other_time_reads_the_later_plan_first(
+    store: ChromaStore,
+) -> None:
+    cfg = RetrievalConfig(state_kind_vectors=None, replacement=SAME_KIND)
+    memory = RaMem(store, counter=WordCounter(), config=cfg)
+    memory.add_turn("user", "My dentist appointment is on May 14.", at=datetime(2024, 4, 20, 9))
+    moved = memory.add_turn(
+        "user", "I moved my dentist appointment to June 4.", at=datetime(2024, 5, 30, 9)
+    )
+    now = list(memory.recall("When is the dentist appointment?", k=2, at=datetime(2024, 6, 1)))
+    assert now[0].unit.id == moved.id
+    before = list(memory.recall("When was the dentist appointment originally?", k=2, at=JULY))
+    assert before[0].unit.id != moved.id  # the earlier value asked for keeps its place
+
+
+@pytest.mark.slow
+def test_the_lasting_reader_tells_a_one_off_event_from_a_lasting_state() -> None:
+    from ramem_core.embedding import MiniLMEmbedder
+    from ramem_core.retrieval.kinds import LEARNED_LASTING
+
+    texts = [
+        "user: I live in Lisbon, in a small flat near the river.",
+        "user: I work at Acme as an accountant.",
+        "user: Spent Saturday at the lake with my uncle, we grilled fish.",
+        "user: Had the best ramen of my life at Ichiran last night.",
+    ]
+    vectors = MiniLMEmbedder().embed(texts)
+    lasting = LEARNED_LASTING.lasting(vectors, np.zeros(len(texts), dtype=np.int64))
+    assert lasting.tolist() == [True, True, False, False]
+
+
+@pytest.mark.slow
+def test_only_what_the_lasting_reader_reads_as_lasting_is_found_held() -> None:
+    """Lisbon, said in January, is found held through June only when the reader reads it as
+    lasting (the shipped reader does; one that reads nothing as lasting finds nothing held)."""
+    from ramem_core.retrieval.kinds import Lasting
+
+    never = Lasting(np.zeros(388), -50.0, 0.5)
+    claims = {}
+    for name, cfg in (("never", RetrievalConfig(lasting=never)), ("shipped", RetrievalConfig())):
+        with RaMem.ephemeral(config=cfg) as memory:
+            memory.add_turn("user", "I live in Lisbon, in a small flat near the river.", at=JAN)
+            found = memory.recall("Where did I live in June?", k=3, at=datetime(2024, 7, 1))
+            claims[name] = any("held through" in s for e in found for s in e.satisfied)
+    assert claims == {"never": False, "shipped": True}

@@ -430,7 +430,7 @@ def test_the_two_month_conversation_of_the_docs_answers_now_and_then_truly(
     assert "until week of 20 May 2024 if that later statement changed it then, so held" in (
         first(then)
     )
-    assert "no later change of it found, so may have held during part of 'mid-May'" in then
+    assert "so may have held during part of 'mid-May'" in then  # Porto: it began that week
     assert "held through 'mid-May'" not in then
     assert "June 4" in first(appointment)
     assert "14 now" in first(count)  # the count as last restated
