@@ -145,7 +145,8 @@ class Lasting:
             return np.ones(len(vectors), dtype=np.bool_)
         d = vectors.shape[1]
         moods = lasting_features(vectors[:, :0], mood)  # the mood columns alone
-        z = products.cosines_with(vectors.astype(np.float64), self.weights[:d])
+        weights = self.weights[:d].astype(np.float32)
+        z = products.cosines_with(vectors.astype(np.float32), weights).astype(np.float64)
         z = z + np.einsum("ij,j->i", moods, self.weights[d:]) + self.bias
         out: npt.NDArray[np.bool_] = 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50))) >= self.threshold
         return out
