@@ -257,25 +257,6 @@ def asks_now(query: str) -> bool:
     return _PRESENT.search(query) is not None and _PAST.search(query) is None
 
 
-_PAST_TENSE = re.compile(
-    r"\b(?:did|was|were|had|used|ago|back\s+then|before|previous(?:ly)?|originally"
-    r"|first|last\s+(?:week|month|year|time))\b",
-    re.IGNORECASE,
-)
-
-
-_PRESENT_TENSE = re.compile(r"\b(?:is|are|am|do|does|have|has)\b|\w'(?:s|re|m)\b", re.IGNORECASE)
-
-
-def asks_current(query: str) -> bool:
-    """True when ``query`` asks about a state at no other time than now, in the present tense:
-    "When is the Japan trip?", "Where's the surf trip?" (a plan as it stands); not "When did
-    I go?", "What was the plan originally?", nor a query with no verb ("green tea")."""
-    if asks_earlier(query) or _PAST_TENSE.search(query) is not None:
-        return False
-    return _PRESENT_TENSE.search(query) is not None
-
-
 def asks_value(query: str) -> bool:
     """True when ``query`` asks for a value: a count, an amount, a duration, a time of day
     ("How many coins do I have?", "What time do I wake up?", "the amount I was pre-approved

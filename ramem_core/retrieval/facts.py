@@ -68,7 +68,9 @@ def gather(
             kinds = kind_vectors.of(snap, candidates, frame.query, probe.vector)
         found = chains(snap, candidates, cfg.replacement, kinds)
         model = cfg.replacement
-        chain, ordering = found.at(model.label), found.at(model.order)
+        # what is reordered for "now" is a state of one kind: LoCoMo's and LongMemEval's
+        # lists lost turn@1 to pairs that are no states (benchmarks/results/TUNING.md)
+        chain, ordering = found.at(model.label), found.at(model.order, of_one_kind=True)
         doubts = found.at(model.doubt)
     return Facts(
         snap,

@@ -25,7 +25,7 @@ from ramem_core.reading import PLAIN
 from ramem_core.replacement import Replacement, same_owner, statements
 from ramem_core.retrieval.conditions import Conditions
 from ramem_core.retrieval.kinds import Kinds
-from ramem_core.states import asks_current, asks_value, values
+from ramem_core.states import asks_value, values
 from ramem_core.temporal import day_span, describe
 from ramem_core.types import MemoryUnit, RecallFrame, Supersession, TimeSpan
 
@@ -50,15 +50,17 @@ def _began(snap: Snapshot, row: int, kinds: Kinds | None = None) -> TimeSpan | N
 class Chains:
     """For each candidate statement that a later one may have replaced, those later ones in
     the order they were said, each with the probability that it did
-    (:class:`~ramem_core.replacement.Replacement`)."""
+    (:class:`~ramem_core.replacement.Replacement`) and whether the two speak of one kind of
+    state (:mod:`ramem_core.retrieval.kinds`)."""
 
-    later: Mapping[int, list[tuple[int, float]]] = field(default_factory=dict)
+    later: Mapping[int, list[tuple[int, float, bool]]] = field(default_factory=dict)
 
-    def at(self, threshold: float) -> dict[int, list[int]]:
-        """The chains of the replacements at least ``threshold`` likely."""
+    def at(self, threshold: float, *, of_one_kind: bool = False) -> dict[int, list[int]]:
+        """The chains of the replacements at least ``threshold`` likely (with
+        ``of_one_kind``: only between statements of one kind of state)."""
         out = {}
         for row, found in self.later.items():
-            rows = [later for later, p in found if p >= threshold]
+            rows = [r for r, p, kind in found if p >= threshold and (kind or not of_one_kind)]
             if rows:
                 out[row] = rows
         return out
@@ -105,11 +107,12 @@ def chains(
         }
         denied = np.array([answer.get(b) is False for b in j.tolist()])
         p[named] = np.where(denied[named], 0.0, 1.0)
-    found: dict[int, list[tuple[int, float]]] = {}
-    triples = zip(i.tolist(), j.tolist(), p.tolist(), strict=True)
-    for a, b, q in sorted(triples, key=lambda t: said[t[1]]):
+    shared = ((s.kinds[i] & s.kinds[j]) != 0) | named
+    found: dict[int, list[tuple[int, float, bool]]] = {}
+    pairs = zip(i.tolist(), j.tolist(), p.tolist(), shared.tolist(), strict=True)
+    for a, b, q, kind in sorted(pairs, key=lambda t: said[t[1]]):
         if q > 0:
-            found.setdefault(int(at[a]), []).append((int(at[b]), q))
+            found.setdefault(int(at[a]), []).append((int(at[b]), q, kind))
     return Chains(found)
 
 
@@ -153,15 +156,6 @@ def asks_latest_value(frame: RecallFrame) -> bool:
     if frame.asks_earlier:
         return False
     return frame.asks_now or (not frame.grounded_times and asks_value(frame.query))
-
-
-def asks_now_or_current(frame: RecallFrame) -> bool:
-    """True when the latest statement of a state answers ``frame``: it asks about now, or in
-    the present tense at no grounded time ("When is the Japan trip?":
-    :func:`~ramem_core.states.asks_current`); never when it asks for the earlier value."""
-    if frame.asks_earlier:
-        return False
-    return frame.asks_now or (not frame.grounded_times and asks_current(frame.query))
 
 
 def restated(

@@ -175,21 +175,6 @@ def test_a_later_statement_that_may_have_replaced_a_state_stops_its_held_through
     assert "no later change of it found, so held through 'in June'" in line
 
 
-def test_a_present_tense_question_at_no_other_time_reads_the_later_plan_first(
-    store: ChromaStore,
-) -> None:
-    cfg = RetrievalConfig(state_kind_vectors=None, replacement=SAME_KIND)
-    memory = RaMem(store, counter=WordCounter(), config=cfg)
-    memory.add_turn("user", "My dentist appointment is on May 14.", at=datetime(2024, 4, 20, 9))
-    moved = memory.add_turn(
-        "user", "I moved my dentist appointment to June 4.", at=datetime(2024, 5, 30, 9)
-    )
-    now = list(memory.recall("When is the dentist appointment?", k=2, at=datetime(2024, 6, 1)))
-    assert now[0].unit.id == moved.id
-    before = list(memory.recall("When was the dentist appointment originally?", k=2, at=JULY))
-    assert before[0].unit.id != moved.id  # the earlier value asked for keeps its place
-
-
 @pytest.mark.slow
 def test_the_lasting_reader_tells_a_one_off_event_from_a_lasting_state() -> None:
     from ramem_core.embedding import MiniLMEmbedder

@@ -53,8 +53,8 @@ class Facts:
         chains: for each candidate statement that later ones replaced, likely enough to be
             told (the model's label threshold), their rows in the order they were said
             (empty with supersession off).
-        ordering: the same at the model's order threshold (a question about now reads the
-            later first; no claim is made).
+        ordering: the same at the model's order threshold, between statements of one kind of
+            state (a question about now reads the later first; no claim is made).
         doubts: the same at the model's doubt threshold: statements that a later one may
             have replaced (a state is told it held through a time only when none did).
         kinds: the kinds of state the candidates speak of and the question asks about

@@ -5,14 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ramem_core.retrieval.passes.base import Facts, Picks
-from ramem_core.retrieval.supersession import asks_now_or_current, successors_for
+from ramem_core.retrieval.supersession import successors_for
 
 
 @dataclass(frozen=True, slots=True)
 class LatestFirst:
-    """For a question about now (not about an earlier value; or in the present tense at no
-    other time: :func:`~ramem_core.retrieval.supersession.asks_now_or_current`), each
-    statement of the first
+    """For a question about now (not about an earlier value), each statement of the first
     ``pool`` places that a later one likely replaced (the replacement model's order
     threshold: an order is no claim, :attr:`.base.Facts.ordering`) has its successor moved up
     to right before it, when the successor is among those places too and its state has begun
@@ -27,7 +25,7 @@ class LatestFirst:
 
     def __call__(self, facts: Facts, picks: Picks) -> Picks:
         frame, snap = facts.frame, facts.snap
-        if not asks_now_or_current(frame):
+        if not frame.asks_now or frame.asks_earlier:
             return picks
         pooled_rows = set(facts.pool)
         named = {
