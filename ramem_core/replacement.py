@@ -3,16 +3,19 @@
 Two statements of one speaker, the later said after the earlier, about the same owner's state
 (:mod:`ramem_core.reading`), are a *pair*. The model reads the pair's features
 (:data:`FEATURES`: how close the two are, what the later says of itself, whether it names
-another value, the time between them) and the two vectors themselves (the later's, and the
-two multiplied), and gives the probability that the later statement replaced the earlier.
+another value, the time between them) and the later statement's vector (the fit may also
+weigh the two vectors multiplied; the shipped one does not), and gives the probability that
+the later statement replaced the earlier.
 
 It is a logistic regression fitted by ``benchmarks/fit_replacement.py`` on a corpus of
 labelled pairs written for it (``benchmarks/data/replacement_pairs/``), and loaded by name from
-the file that script writes (``ramem_core/_data/replacement.json``). The file also holds two
-thresholds chosen by cross-validation over that corpus: :attr:`Replacement.label` (a later
-statement is *told* to have replaced the earlier one only at or above it: at least 95 labels
-in 100 right on held-out pairs) and :attr:`Replacement.order` (a question about now reads the
-later statement first at or above it: an order is not a claim).
+the file that script writes (``ramem_core/_data/replacement.json``). The file also holds three
+thresholds chosen by cross-validation over that corpus, one writer held out at a time:
+:attr:`Replacement.label` (a later statement is *told* to have replaced the earlier one only
+at or above it: at least 95 labels in 100 right on a held-out writer's pairs),
+:attr:`Replacement.order` (a question about now reads the later statement first at or above
+it: an order is not a claim) and :attr:`Replacement.doubt` (a state is told it held through
+a time only when no later statement reaches it).
 """
 
 from __future__ import annotations
