@@ -149,14 +149,17 @@ def block_ratios(ramem_ms: list[float], content_ms: list[float]) -> dict[str, fl
 # ------------------------------------------------------------------ ingest
 
 
+def ingest_conversations() -> tuple[list[Conversation], str]:
+    """What an ingest is timed on, and its name: the LoCoMo dev conversations, or a synthetic
+    conversation of 2,000 turns without the dev data."""
+    if LOCOMO.exists():
+        return load_conversations(LOCOMO), "LoCoMo dev (5 conversations)"
+    return [synthetic_conversation(2000)], "synthetic (2000 turns)"
+
+
 def bench_ingest(embedder: MiniLMEmbedder) -> dict[str, Any]:
     """Turns/s of a full ingest (anchor + embed + write) with the default embedder."""
-    if LOCOMO.exists():
-        conversations = load_conversations(LOCOMO)
-        source = "LoCoMo dev (5 conversations)"
-    else:
-        conversations = [synthetic_conversation(2000)]
-        source = "synthetic (2000 turns)"
+    conversations, source = ingest_conversations()
     turns = sum(len(s.turns) for c in conversations for s in c.sessions)
     embedder.embed(["warm up the model"])
     with tempfile.TemporaryDirectory() as tmp:

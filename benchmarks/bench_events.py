@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench_states import DEFAULT_VARIANTS, VARIANTS, claims_held
+from bench_states import DEFAULT_VARIANTS, VARIANTS, add_turns, claims_held
 
 from ramem_core import RaMem, RetrievalConfig
 
@@ -48,12 +48,7 @@ def run(config: RetrievalConfig, scenarios: list[dict[str, Any]]) -> list[dict[s
         started = time.monotonic()
         for n, scenario in enumerate(scenarios, start=1):
             ns = f"e-{scenario['id']}"
-            ids = [
-                memory.add_turn(
-                    "user", t["text"], at=datetime.fromisoformat(t["at"]), namespace=ns
-                ).id
-                for t in scenario["turns"]
-            ]
+            ids = add_turns(memory, scenario, ns)
             q = scenario["question"]
             found = memory.recall(q["text"], K, at=datetime.fromisoformat(q["at"]), namespace=ns)
             shown = [e for e in found[:K] if e.unit.id in ids]

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_core import LOCOMO, load_conversations, synthetic_conversation
+from bench_core import ingest_conversations
 
 from ramem_core import RaMem
 from ramem_core.anchoring import RuleAnchorer
@@ -45,12 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    if LOCOMO.exists():
-        conversations = load_conversations(LOCOMO)
-        source = "LoCoMo dev (5 conversations)"
-    else:
-        conversations = [synthetic_conversation(2000)]
-        source = "synthetic (2000 turns)"
+    conversations, source = ingest_conversations()
     turns = sum(len(s.turns) for c in conversations for s in c.sessions)
     embedder = MiniLMEmbedder()
     reader = default_reader()

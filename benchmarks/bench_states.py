@@ -57,13 +57,18 @@ def part(scenario: dict[str, Any]) -> str:
 
 def replay(memory: RaMem, scenario: dict[str, Any], namespace: str) -> list[str]:
     """The scenario's turns stored live; the ids of its state statements, in order."""
-    ids = []
-    for turn in scenario["turns"]:
-        unit = memory.add_turn(
-            "user", turn["text"], at=datetime.fromisoformat(turn["at"]), namespace=namespace
-        )
-        ids.append(unit.id)
+    ids = add_turns(memory, scenario, namespace)
     return [ids[i] for i in scenario["states"]]
+
+
+def add_turns(memory: RaMem, scenario: dict[str, Any], namespace: str) -> list[str]:
+    """The scenario's turns stored live, each at its own time, said by "user"; their ids."""
+    return [
+        memory.add_turn(
+            "user", turn["text"], at=datetime.fromisoformat(turn["at"]), namespace=namespace
+        ).id
+        for turn in scenario["turns"]
+    ]
 
 
 def claims_held(evidence: Evidence) -> bool:

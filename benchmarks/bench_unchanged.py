@@ -34,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench_states import DEFAULT_VARIANTS, VARIANTS, against, part, variant_runs
+from bench_states import DEFAULT_VARIANTS, VARIANTS, add_turns, against, part, variant_runs
 
 from ramem_core import RaMem, RetrievalConfig
 
@@ -50,12 +50,7 @@ def run(config: RetrievalConfig, scenarios: list[dict[str, Any]]) -> list[dict[s
         started = time.monotonic()
         for n, scenario in enumerate(scenarios, start=1):
             ns = f"u-{scenario['id']}"
-            ids = [
-                memory.add_turn(
-                    "user", t["text"], at=datetime.fromisoformat(t["at"]), namespace=ns
-                ).id
-                for t in scenario["turns"]
-            ]
+            ids = add_turns(memory, scenario, ns)
             question = scenario["question"]
             found = memory.recall(
                 question["text"], K, at=datetime.fromisoformat(question["at"]), namespace=ns

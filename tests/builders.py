@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from ramem_core import Conversation, Evidence, Session, Turn
 
@@ -26,6 +27,23 @@ def conversation(conversation_id: str, *sessions: Session) -> Conversation:
     """A conversation of ``sessions``; its participants are their speakers, first said first."""
     speakers = dict.fromkeys(t.speaker for s in sessions for t in s.turns)
     return Conversation(conversation_id, tuple(sessions), tuple(speakers))
+
+
+def memory_for(turn_id: str, **extra: Any) -> dict[str, Any]:
+    """An LLM anchorer's memory of one turn, as its prompt asks for it (no times, no people),
+    with ``extra`` fields set or replaced."""
+    item: dict[str, Any] = {
+        "content": f"Restated {turn_id}.",
+        "source_ids": [turn_id],
+        "event_time": None,
+        "mentions": [],
+        "participants": [],
+        "location": None,
+        "entities": [],
+        "topic": "",
+    }
+    item.update(extra)
+    return item
 
 
 def ids(found: Iterable[Evidence]) -> list[str]:

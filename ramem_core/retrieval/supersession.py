@@ -76,9 +76,10 @@ def chains(
     statements by one speaker, the later said after the earlier, that may speak of one
     owner's state (:func:`~ramem_core.replacement.same_owner`), weighed by ``model``; a
     pair that names the same state (the LLM anchorer's ``updates``:
-    :attr:`~ramem_core.types.EpisodicContext.state`) is a replacement whatever its words.
-    ``kinds``: the kinds of state of the memories (:class:`~ramem_core.retrieval.kinds.Kinds`;
-    by default their words')."""
+    :attr:`~ramem_core.types.EpisodicContext.state`) is a replacement whatever its words,
+    unless that model said the later one replaces nothing
+    (:attr:`~ramem_core.reading.Reading.replaces`). ``kinds``: the kinds of state of the
+    memories (:class:`~ramem_core.retrieval.kinds.Kinds`; by default their words')."""
     if snap.vectors is None:
         return Chains()
     at = np.fromiter(dict.fromkeys(rows), dtype=np.int64)

@@ -17,7 +17,7 @@ from ramem_core.reading import Reading
 from ramem_core.store.codec import from_record, to_metadata
 from ramem_core.testing import FakeLLM
 from ramem_core.types import MemoryUnit
-from tests.builders import session
+from tests.builders import memory_for, session
 
 TURNS = ("S1:1", "S1:2", "S1:3")
 
@@ -31,22 +31,6 @@ def conversation() -> Conversation:
         "Ann: Priya's flight got moved to Friday.",
     )
     return Conversation("c", (moving,), ("Ann",))
-
-
-def memory(turn_id: str, **extra: Any) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "content": f"Restated {turn_id}.",
-        "source_ids": [turn_id],
-        "event_time": None,
-        "mentions": [],
-        "participants": [],
-        "location": None,
-        "entities": [],
-        "topic": "",
-        "updates": None,
-    }
-    item.update(extra)
-    return item
 
 
 def reply(*items: dict[str, Any]) -> str:
@@ -68,9 +52,9 @@ def kept(units: list[MemoryUnit], llm: LLMAnchorer, dropped: int = 0) -> None:
 
 def good() -> str:
     return reply(
-        memory("S1:1", updates="where Ann lives", owner="self", replaces=True),
-        memory("S1:2", updates="where Ann's husband works", owner="my husband", replaces=False),
-        memory("S1:3", updates="the date of Priya's flight", owner="Priya", replaces=None),
+        memory_for("S1:1", updates="where Ann lives", owner="self", replaces=True),
+        memory_for("S1:2", updates="where Ann's husband works", owner="my husband", replaces=False),
+        memory_for("S1:3", updates="the date of Priya's flight", owner="Priya", replaces=None),
     )
 
 
@@ -103,14 +87,14 @@ def test_the_prompt_asks_for_both_and_names_a_new_version() -> None:
     "owner", ["self", "Self", "me", "I", "", "  ", "Ann", "ann", "the speaker"]
 )
 def test_the_speaker_is_the_empty_owner(owner: str) -> None:
-    llm = anchorer(reply(*(memory(t, owner=owner, replaces=True) for t in TURNS)))
+    llm = anchorer(reply(*(memory_for(t, owner=owner, replaces=True) for t in TURNS)))
     units = llm.anchor(conversation())
     kept(units, llm)
     assert all(u.context.reading == Reading("", (), replaces=True) for u in units)
 
 
 def test_a_plain_fact_of_the_speaker_stores_no_reading() -> None:
-    llm = anchorer(reply(*(memory(t, owner="self", replaces=None) for t in TURNS)))
+    llm = anchorer(reply(*(memory_for(t, owner="self", replaces=None) for t in TURNS)))
     units = llm.anchor(conversation())
     kept(units, llm)
     assert all(u.context.reading is None for u in units)
@@ -119,9 +103,9 @@ def test_a_plain_fact_of_the_speaker_stores_no_reading() -> None:
 def test_owners_are_one_short_line_without_the_stores_separators() -> None:
     llm = anchorer(
         reply(
-            memory("S1:1", owner="Ann's husband", replaces=True),  # the speaker's: "my"
-            memory("S1:2", owner=" My | Husband;s  friend ", replaces=False),
-            memory("S1:3", owner="Priya's", replaces=True),
+            memory_for("S1:1", owner="Ann's husband", replaces=True),  # the speaker's: "my"
+            memory_for("S1:2", owner=" My | Husband;s  friend ", replaces=False),
+            memory_for("S1:3", owner="Priya's", replaces=True),
         )
     )
     units = llm.anchor(conversation())
@@ -139,7 +123,7 @@ def test_owners_are_one_short_line_without_the_stores_separators() -> None:
     ids=["yes", "true-string", "one", "zero", "maybe", "list", "object", "float"],
 )
 def test_replaces_counts_only_as_a_json_boolean(answer: Any) -> None:
-    llm = anchorer(reply(*(memory(t, owner="Priya", replaces=answer) for t in TURNS)))
+    llm = anchorer(reply(*(memory_for(t, owner="Priya", replaces=answer) for t in TURNS)))
     units = llm.anchor(conversation())
     kept(units, llm)
     assert all(u.context.reading == Reading("priya", ("priya",), replaces=None) for u in units)
@@ -161,7 +145,7 @@ def test_replaces_counts_only_as_a_json_boolean(answer: Any) -> None:
     ids=["list", "object", "number", "boolean", "10k", "81", "two-lines", "nul", "separators"],
 )
 def test_a_malformed_owner_stores_no_reading_and_keeps_the_memory(owner: Any) -> None:
-    llm = anchorer(reply(*(memory(t, owner=owner, replaces=True) for t in TURNS)))
+    llm = anchorer(reply(*(memory_for(t, owner=owner, replaces=True) for t in TURNS)))
     units = llm.anchor(conversation())
     kept(units, llm)
     assert all(u.context.reading is None for u in units)
@@ -169,7 +153,7 @@ def test_a_malformed_owner_stores_no_reading_and_keeps_the_memory(owner: Any) ->
 
 def test_an_owner_of_eighty_characters_is_kept() -> None:
     name = "z" * 80
-    llm = anchorer(reply(*(memory(t, owner=name, replaces=False) for t in TURNS)))
+    llm = anchorer(reply(*(memory_for(t, owner=name, replaces=False) for t in TURNS)))
     units = llm.anchor(conversation())
     kept(units, llm)
     assert all(u.context.reading == Reading(name, (name,), replaces=False) for u in units)
@@ -180,9 +164,9 @@ def test_a_reply_without_them_keeps_its_memories_unread() -> None:
     "replaces" alone is the speaker's."""
     llm = anchorer(
         reply(
-            memory("S1:1"),
-            memory("S1:2", owner=None, replaces=None),
-            memory("S1:3", replaces=False),
+            memory_for("S1:1"),
+            memory_for("S1:2", owner=None, replaces=None),
+            memory_for("S1:3", replaces=False),
         )
     )
     units = llm.anchor(conversation())
@@ -193,9 +177,9 @@ def test_a_reply_without_them_keeps_its_memories_unread() -> None:
 def test_one_weak_item_spoils_no_other() -> None:
     llm = anchorer(
         reply(
-            memory("S1:1", owner=["Ann"], replaces="yes", extra={"nested": [1, 2]}),
-            memory("S1:2", owner="my husband", replaces=True),
-            memory("S1:3", owner="x" * 10_000, replaces=False),
+            memory_for("S1:1", owner=["Ann"], replaces="yes", extra={"nested": [1, 2]}),
+            memory_for("S1:2", owner="my husband", replaces=True),
+            memory_for("S1:3", owner="x" * 10_000, replaces=False),
         )
     )
     units = llm.anchor(conversation())

@@ -8,7 +8,6 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,27 +16,12 @@ from ramem_core.anchoring import LLMAnchorer, RuleAnchorer
 from ramem_core.frames import LLMFrameInducer, RuleFrameInducer
 from ramem_core.llm import MeteredLLM, parse_json_object
 from ramem_core.testing import FakeLLM, WordCounter
-from tests.builders import session
+from tests.builders import memory_for, session
 from tests.conftest import two_trips
 
 
 def window_ids(prompt: str) -> list[str]:
     return re.findall(r"^(\S+) \| ", prompt, re.MULTILINE)
-
-
-def memory_for(turn_id: str, **extra: Any) -> dict[str, Any]:
-    item = {
-        "content": f"Restated {turn_id}.",
-        "source_ids": [turn_id],
-        "event_time": None,
-        "mentions": [],
-        "participants": [],
-        "location": None,
-        "entities": [],
-        "topic": "",
-    }
-    item.update(extra)
-    return item
 
 
 def good_reply(prompt: str) -> str:
