@@ -217,7 +217,9 @@ def held_through(
     """The rows among ``rows`` that state a lasting state ("I live in Lisbon") of the kind
     the question asks about ("Where did I live in April?") held during one of the frame's
     windows: from when it was said, or when it says the state began ("I moved to Porto last
-    week"), until it was first superseded as that kind of state (``chain``: when the
+    week"), when it is said as a fact of the speaker's own (:mod:`ramem_core.reading`: never
+    "back in 2016 I worked at a bakery", "I might apply to Globex" or "my husband started at
+    Initech"), until it was first superseded as that kind of state (``chain``: when the
     successor's state began, if it says, else when the successor was said; one of the kind
     asked about if any, else any that may have replaced it: a kind missed must not make the
     state look held) or until the question's now; with the reason in words."""
@@ -233,6 +235,9 @@ def held_through(
             continue  # a statement of a lasting state (never a question or a reply)
         if not asked & int(kinds.bits[row]):
             continue  # a lasting state of another kind than the question asks about
+        reading = ctx.reading or PLAIN
+        if reading.mood or reading.owner:
+            continue  # a story of back then, a maybe, a plan, a question; somebody else's
         began = _began(snap, row, kinds)  # "I moved to Porto last week": held from that week on
         start = began.start if began is not None else ctx.session_span.start
         begun_by = (began or ctx.session_span).end  # "last week": by the end of that week

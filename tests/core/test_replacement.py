@@ -205,3 +205,23 @@ def test_only_what_the_lasting_reader_reads_as_lasting_is_found_held() -> None:
             found = memory.recall("Where did I live in June?", k=3, at=datetime(2024, 7, 1))
             claims[name] = any("held through" in s for e in found for s in e.satisfied)
     assert claims == {"never": False, "shipped": True}
+
+
+def test_only_a_fact_of_the_speakers_own_is_told_as_held(store: ChromaStore) -> None:
+    """A story of back then, a maybe and a husband's job are statements of a job too, but
+    none is the user's job held through April 2024."""
+    cfg = RetrievalConfig(state_kind_vectors=None, replacement=SAME_KIND)
+    memory = RaMem(store, counter=WordCounter(), config=cfg)
+    acme = memory.add_turn("user", "I work at Acme as an accountant.", at=JAN)
+    others = [
+        memory.add_turn("user", text, at=datetime(2024, 3, day, 9)).id
+        for day, text in (
+            (2, "Back in 2016 I worked at a bakery in Leeds."),
+            (9, "I might work at Globex if they call back."),
+            (16, "My husband works at Initech now."),
+        )
+    ]
+    found = list(memory.recall("Where did I work in April 2024?", k=5, at=datetime(2024, 6, 1)))
+    held = {e.unit.id for e in found if any("held through" in s for s in e.satisfied)}
+    assert acme.id in held
+    assert not held & set(others)
