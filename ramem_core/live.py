@@ -146,14 +146,24 @@ def place(
     return Place(held.index, held.session_id, min(held.span.start, turn.at), held.turns)
 
 
-def turn_unit_id(turn: LiveTurn, part: int = 0) -> str:
-    """The id of a live turn's memory (of its ``part``-th piece): made of its conversation and
-    its key only, never of where it was placed, so a retry with the same key makes the same
-    id wherever the first attempt landed."""
-    return unit_id(turn.conversation_id, "live", (turn.key, *((f"part {part}",) if part else ())))
+def turn_unit_id(turn: LiveTurn, namespace: str, part: int = 0) -> str:
+    """The id of a live turn's memory (of its ``part``-th piece) in ``namespace``: made of its
+    namespace, conversation and key only, never of where it was placed, so a retry with the
+    same key makes the same id wherever the first attempt landed, and two tenants' turns
+    stored under one key get ids of their own."""
+    piece = (f"part {part}",) if part else ()
+    return unit_id(turn.conversation_id, "live", (f"namespace {namespace}", turn.key, *piece))
 
 
-def placed(drafts: Sequence[MemoryUnit], turn: LiveTurn, where: Place) -> list[MemoryUnit]:
+def legacy_turn_id(turn: LiveTurn) -> str:
+    """The id a keyed turn's first memory had before ids were namespaced (0.x): a retry of a
+    turn stored then still finds it."""
+    return unit_id(turn.conversation_id, "live", (turn.key,))
+
+
+def placed(
+    drafts: Sequence[MemoryUnit], turn: LiveTurn, where: Place, namespace: str
+) -> list[MemoryUnit]:
     """The anchored ``drafts`` of ``turn`` (several pieces for a long turn) as the memories
     to store: ids of their own, the session's coordinates, and this turn's own span (the
     session's is derived when read, so nothing stored is ever rewritten)."""
@@ -163,7 +173,7 @@ def placed(drafts: Sequence[MemoryUnit], turn: LiveTurn, where: Place) -> list[M
     return [
         replace(
             draft,
-            id=turn_unit_id(turn, part),
+            id=turn_unit_id(turn, namespace, part),
             source_ids=(turn_id,),
             context=replace(
                 draft.context,
@@ -211,9 +221,10 @@ class LiveSessions:
         """Store a checked turn (see :meth:`ramem_core.RaMem.add_turn`); returns its first
         memory."""
         if turn.idempotent:  # stored already?
-            stored = self.store.get(namespace, ids=[turn_unit_id(turn)])
+            ids = [turn_unit_id(turn, namespace), legacy_turn_id(turn)]
+            stored = self.store.get(namespace, ids=ids)
             if stored:
-                return stored[0]
+                return min(stored, key=lambda unit: ids.index(unit.id))
         # anchoring and embedding take most of the time (an LLM anchorer far more): they run
         # outside the lock, on a draft whose session is placed below
         held = self.latest(namespace, turn.conversation_id)
@@ -227,7 +238,7 @@ class LiveSessions:
                 (namespace, turn.conversation_id, held.session_id) in self._ended
             )
             where = place(held, turn, gap=self.session_gap, new_session=new_session, ended=ended)
-            units = placed(drafts, turn, where)
+            units = placed(drafts, turn, where, namespace)
             try:
                 # all or nothing; the fresh read above stands for the others' writes
                 self.snapshots.write(namespace, units, vectors, new_ids=True, read_before=True)

@@ -153,7 +153,8 @@ def check_moment(value: object, what: str) -> datetime:
     try:
         moment = to_utc(value)
     except (OverflowError, ValueError) as exc:
-        msg = f"{what} {value!r} cannot be converted to UTC: {exc}"
+        # year 1 with an offset: before the first moment a datetime holds, in UTC
+        msg = f"{what} {value.date().isoformat()} lies outside {EARLIEST:%Y}-{LATEST:%Y}"
         raise InvalidInputError(msg) from exc
     if not EARLIEST <= moment <= LATEST:
         msg = f"{what} {moment:%Y-%m-%d} lies outside {EARLIEST:%Y}-{LATEST:%Y}"

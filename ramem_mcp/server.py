@@ -12,13 +12,13 @@ import hmac
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -28,15 +28,22 @@ from ramem_core.synthesis import dated
 from ramem_core.temporal import describe
 from ramem_core.transfer import said_at
 from ramem_core.types import DEFAULT_K, Evidence, Kind, MemoryUnit, RecallFrame, TimeSpan, utc_now
-from ramem_core.validation import check_moment
+from ramem_core.validation import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, check_moment
 from ramem_mcp import descriptions
+from ramem_mcp.arguments import short, strict
 
 T = TypeVar("T")
 
 CONVERSATION = "mcp"
+"""The conversation id live turns remembered through MCP are stored under."""
 MAX_PIECES = 10_000
 """The most memories of one live session read to find a message's pieces."""
-"""The conversation id live turns remembered through MCP are stored under."""
+REMEMBER_CHARS = 100_000
+"""The longest text one ``remember`` stores: about 6 s of this machine's ingest (a thousand
+characters a piece), well inside the 60 s a host waits for a tool, where 600,000 took 20-36 s
+and outlived the client (issue 55). A longer text is refused, saying to split it."""
+MOMENT_CHARS = 64
+"""The longest ``at`` read: an ISO 8601 time with fractions and an offset is 32."""
 
 
 # --------------------------------------------------------------------------- what tools return
@@ -229,7 +236,7 @@ def parse_moment(value: str | None, what: str, clock: Callable[[], datetime]) ->
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        msg = f"{what} must be an ISO 8601 time such as 2024-05-28T09:30:00Z, got {value!r}"
+        msg = f"{what} must be an ISO 8601 time such as 2024-05-28T09:30:00Z, got {short(value)}"
         raise ToolError(msg) from None
     return _checked(lambda: check_moment(moment, what))
 
@@ -263,11 +270,22 @@ class Tokens:
 
 # --------------------------------------------------------------------------- the server
 
-Question = Annotated[str, Field(description="the question, in the user's words", min_length=1)]
+Question = Annotated[
+    str,
+    Field(
+        description="the question, in the user's words",
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+    ),
+]
 Moment = Annotated[
     str | None,
-    Field(description="ISO 8601 time, e.g. 2024-06-10T09:00:00Z; now when left out"),
+    Field(
+        description="ISO 8601 time, e.g. 2024-06-10T09:00:00Z; now when left out",
+        max_length=MOMENT_CHARS,
+    ),
 ]
+Id = Annotated[str, Field(description="the memory's id", min_length=1, max_length=MAX_ID_CHARS)]
 
 
 class Tools:
@@ -288,17 +306,42 @@ class Tools:
     def remember(
         self,
         speaker: Annotated[
-            str, Field(description="who said it, e.g. 'user' or their name", min_length=1)
+            str,
+            Field(
+                description="who said it, e.g. 'user' or their name",
+                min_length=1,
+                max_length=MAX_NAME_CHARS,
+            ),
         ],
-        text: Annotated[str, Field(description="the message, as said", min_length=1)],
+        text: Annotated[
+            str,
+            Field(
+                description=f"the message, as said (at most {REMEMBER_CHARS:,} characters)",
+                min_length=1,
+            ),
+        ],
         at: Annotated[
             str | None,
-            Field(description="when it was said, ISO 8601 (e.g. 2024-05-28T09:30:00Z); now"),
+            Field(
+                description="when it was said, ISO 8601 (e.g. 2024-05-28T09:30:00Z); now",
+                max_length=MOMENT_CHARS,
+            ),
         ] = None,
         idempotency_key: Annotated[
-            str | None, Field(description="a key that makes a retry store the message once")
+            str | None,
+            Field(
+                description="a key that makes a retry store the message once",
+                max_length=MAX_ID_CHARS,
+            ),
         ] = None,
     ) -> Annotated[CallToolResult, Remembered]:
+        if len(text) > REMEMBER_CHARS:
+            msg = (
+                f"text is {len(text):,} characters; remember stores at most {REMEMBER_CHARS:,} "
+                "at once: split it into several remember calls (one per part, each with its "
+                "own idempotency_key)"
+            )
+            raise ToolError(msg)
         moment = parse_moment(at, "at", self.clock)
         kind = Kind.QUESTION if text.rstrip().endswith("?") else None
         unit = _checked(
@@ -336,8 +379,13 @@ class Tools:
     def list_memories(
         self,
         limit: Annotated[int, Field(description="memories per page", ge=1, le=200)] = 20,
-        after: Annotated[str | None, Field(description="the last id of the previous page")] = None,
-        session_id: Annotated[str | None, Field(description="only this session's")] = None,
+        after: Annotated[
+            str | None,
+            Field(description="the last id of the previous page", max_length=MAX_ID_CHARS),
+        ] = None,
+        session_id: Annotated[
+            str | None, Field(description="only this session's", max_length=MAX_ID_CHARS)
+        ] = None,
     ) -> Annotated[CallToolResult, Page]:
         ns = self._ns()
         units = _checked(  # one more than asked: is there a next page?
@@ -359,7 +407,7 @@ class Tools:
         ns = self._ns()
         unit = _checked(lambda: self.memory.transfer.get(memory_id, namespace=ns))
         if unit is None:
-            msg = f"no memory with id {memory_id!r} in namespace {ns!r}"
+            msg = f"no memory with id {short(memory_id)} in namespace {ns!r}"
             raise ToolError(msg)
         return unit
 
@@ -381,14 +429,14 @@ class Tools:
 
     def show(
         self,
-        id: Annotated[str, Field(description="the memory's id", min_length=1)],  # noqa: A002
+        id: Id,  # noqa: A002
     ) -> Annotated[CallToolResult, Memory]:
         memory = Memory(**_memory(self._unit(id)))  # type: ignore[arg-type]
         return _result(_line(memory), memory)
 
     def forget(
         self,
-        id: Annotated[str, Field(description="the memory's id", min_length=1)],  # noqa: A002
+        id: Id,  # noqa: A002
     ) -> Annotated[CallToolResult, Forgotten]:
         unit = self._unit(id)  # an id that matches nothing is an error
         ns = self._ns()
@@ -401,13 +449,27 @@ class Tools:
         return json.dumps([_memory(u) for u in units], ensure_ascii=False)
 
     def one(self, memory_id: str) -> str:
+        if len(memory_id) > MAX_ID_CHARS:
+            raise ResourceNotFoundError(f"no memory with id {short(memory_id)}")
         try:
             unit = self._unit(memory_id)
-        except ToolError as exc:
-            from mcp.server.mcpserver.exceptions import ResourceError
-
-            raise ResourceError(str(exc)) from None
+        except ToolError as exc:  # an unknown id: not found (-32602), not an internal error
+            raise ResourceNotFoundError(str(exc)) from None
         return json.dumps(_memory(unit), ensure_ascii=False)
+
+
+URI_CHARS = len("ramem://memories/") + MAX_ID_CHARS
+"""The longest resource URI read: the longest memory's."""
+
+
+class RaMemServer(MCPServer):
+    """The SDK's server, reading no resource URI longer than any of its own (the SDK's own
+    "Unknown resource" error repeats the whole URI)."""
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        if len(str(uri)) > URI_CHARS:
+            raise ResourceNotFoundError(f"Unknown resource: {short(str(uri))}")
+        return await super().read_resource(uri, context)
 
 
 def build_server(
@@ -435,11 +497,13 @@ def build_server(
             raise ValueError("tokens need the server's url")
         verifier = Tokens(tokens)
         auth = AuthSettings(  # static tokens: each is this server's own, no audience to check
-            issuer_url=url,  # type: ignore[arg-type]
-            resource_server_url=f"{url}/mcp",  # type: ignore[arg-type]
+            issuer_url=url,  # type: ignore[arg-type]  # required, read only by an OAuth provider
+            # no resource metadata: a 401 says "Bearer" and that a token is needed, and points
+            # no client at an authorization server that does not exist
+            resource_server_url=None,
             validate_token_resource=False,
         )
-    server: MCPServer = MCPServer(
+    server: MCPServer = RaMemServer(
         "ramem",
         title="RaMem memory",
         instructions=descriptions.INSTRUCTIONS,
@@ -473,4 +537,5 @@ def build_server(
         description=descriptions.MEMORY,
         mime_type="application/json",
     )(tools.one)
+    strict(server)
     return server

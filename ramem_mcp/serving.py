@@ -6,10 +6,13 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from ramem_core.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
+
     from ramem_core import RaMem
 
 LOOPBACK_NAMES = frozenset({"localhost"})
@@ -99,4 +102,22 @@ def serve(
         return
     check_tokens(http, tokens)
     server = build_server(memory, namespace=namespace, tokens=tokens or None, url=http.url)
-    server.run("streamable-http", host=http.host, port=http.port)
+    server.run("streamable-http", host=http.host, port=http.port, transport_security=guard(http))
+
+
+def guard(address: Address) -> TransportSecuritySettings | None:
+    """The Host and Origin headers a loopback server accepts: its own address and the usual
+    names of the loopback, on any port (DNS rebinding: a page of another site reaching a
+    server on this machine). The SDK guards 127.0.0.1, localhost and ::1 only; 127.0.0.2 and
+    the rest of 127.0.0.0/8 are loopback too. Off the loopback a token is required instead."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if not address.loopback:
+        return None
+    hosts = ["127.0.0.1", "localhost", "[::1]", urlsplit(address.url).netloc.rsplit(":", 1)[0]]
+    hosts = list(dict.fromkeys(hosts))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"http://{h}:*" for h in hosts],
+    )

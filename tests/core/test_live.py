@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -71,14 +73,14 @@ def test_placed_units_carry_their_session_and_a_question_no_event() -> None:
         EpisodicContext("draft", "c", None, event_time=august),
     )
     where = place(_held(AT - timedelta(minutes=5)), turn, gap=HOUR)
-    [unit] = placed([draft], turn, where)
+    [unit] = placed([draft], turn, where, "me")
     ctx = unit.context
     assert (ctx.session_id, ctx.session_index, ctx.turn_index) == ("live-s2", 1, 3)
     assert ctx.session_span == TimeSpan(where.start, AT, Granularity.INSTANT)
     assert ctx.event_time is None  # asking about August is no event in August
     assert ctx.kind is Kind.QUESTION
     assert unit.source_ids[0].startswith("live-s2:4-")
-    assert unit.id == turn_unit_id(turn)
+    assert unit.id == turn_unit_id(turn, "me")
 
 
 def test_a_turn_with_an_idempotency_key_has_the_same_id_wherever_it_is_placed() -> None:
@@ -88,10 +90,40 @@ def test_a_turn_with_an_idempotency_key_has_the_same_id_wherever_it_is_placed() 
     again = check_turn("user", "Hi", at=AT, conversation_id="c", idempotency_key="msg-1")
     other = check_turn("user", "Hi", at=AT, conversation_id="d", idempotency_key="msg-1")
     draft = MemoryUnit("draft", "user: Hi", EpisodicContext("draft", "c", None))
-    [first] = placed([draft], one, place(None, one, gap=HOUR))
-    [second] = placed([draft], again, place(_held(AT), again, gap=HOUR, new_session=True))
+    [first] = placed([draft], one, place(None, one, gap=HOUR), "me")
+    [second] = placed([draft], again, place(_held(AT), again, gap=HOUR, new_session=True), "me")
     assert first.context.session_id != second.context.session_id
-    assert first.id == second.id != placed([draft], other, place(None, other, gap=HOUR))[0].id
+    elsewhere = placed([draft], other, place(None, other, gap=HOUR), "me")[0]
+    assert first.id == second.id != elsewhere.id
+
+
+def test_one_key_in_two_namespaces_makes_two_ids(tmp_path: Path) -> None:
+    """Two tenants who both use the key "k1" get ids of their own; a retry in each finds its
+    own memory, and a turn stored before ids were namespaced is still found by its retry."""
+    from ramem_core.live import legacy_turn_id
+
+    with RaMem.open(tmp_path) as memory:
+        a = memory.add_turn("user", "I live in Oslo", at=AT, namespace="a", idempotency_key="k1")
+        b = memory.add_turn("user", "I live in Rome", at=AT, namespace="b", idempotency_key="k1")
+        assert a.id != b.id
+        again = memory.add_turn(
+            "user", "I live in Rome", at=AT, namespace="b", idempotency_key="k1"
+        )
+        assert again.id == b.id
+        assert memory.count(namespace="b") == 1
+        # a turn stored under its old id (before namespaces were in it)
+        turn = check_turn("user", "Hi", at=AT, conversation_id="live", idempotency_key="old")
+        [unit] = placed(
+            [MemoryUnit("d", "user: Hi", EpisodicContext("d", "live", None))],
+            turn,
+            place(None, turn, gap=HOUR),
+            "c",
+        )
+        old = replace(unit, id=legacy_turn_id(turn))
+        memory.snapshots.write("c", [old], memory.embedder.embed([old.content]), new_ids=True)
+        retry = memory.add_turn("user", "Hi", at=AT, namespace="c", idempotency_key="old")
+        assert retry.id == old.id
+        assert memory.count(namespace="c") == 1
 
 
 def test_turns_get_keys_of_their_own_and_bad_ones_are_refused() -> None:

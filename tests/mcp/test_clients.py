@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -92,21 +93,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[str]:
-    """``ramem mcp --http`` on a free loopback port: the token of namespace "me" from the
-    environment, and the tokens file binding another to namespace "bob"."""
-    tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({"bob-token-0123456789": "bob"}))
+@contextmanager
+def serving_http(path: Path, host: str, *options: str, env: dict[str, str]) -> Iterator[str]:
+    """``ramem mcp --http`` of the memory at ``path`` on a free port of ``host``; its URL."""
     port = free_port()
-    command = [ramem(), "mcp", "--path", str(tmp_path / "m"), "--namespace", "me"]
+    command = [ramem(), "mcp", "--path", str(path), "--namespace", "me"]
     process = subprocess.Popen(
-        [*command, "--http", f"127.0.0.1:{port}", "--tokens", str(tokens)],
-        env={**os.environ, "RAMEM_MCP_TOKEN": "me-token-0123456789"},
+        [*command, "--http", f"{host}:{port}", *options],
+        env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://{host}:{port}/mcp"
     try:
         for _ in range(300):
             try:
@@ -119,6 +117,22 @@ def http_server(tmp_path: Path) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    """``ramem mcp --http`` on a free loopback port: the token of namespace "me" from the
+    environment, and the tokens file binding another to namespace "bob"."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"bob-token-0123456789": "bob"}))
+    with serving_http(
+        tmp_path / "m",
+        "127.0.0.1",
+        "--tokens",
+        str(tokens),
+        env={"RAMEM_MCP_TOKEN": "me-token-0123456789"},
+    ) as url:
+        yield url
 
 
 async def over_http(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any:
@@ -151,6 +165,48 @@ async def test_over_http_each_token_reads_its_own_namespace(http_server: str) ->
     bobs = await over_http(http_server, "bob-token-0123456789", "list", {})
     assert [m["content"] for m in mine["memories"]] == ["user: I live in Lisbon"]
     assert bobs["memories"] == []
+
+
+def test_a_401_asks_for_a_bearer_token_and_names_no_authorization_server(
+    http_server: str,
+) -> None:
+    refused = httpx.post(http_server, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert refused.status_code == 401
+    challenge = refused.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ")
+    assert "resource_metadata" not in challenge  # no OAuth metadata of a server that is not
+    root = http_server.removesuffix("/mcp")
+    for well_known in ("oauth-protected-resource/mcp", "oauth-authorization-server"):
+        assert httpx.get(f"{root}/.well-known/{well_known}").status_code == 404
+
+
+PING = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "127.0.0.1"])
+def test_every_loopback_address_refuses_another_sites_host_and_origin(
+    tmp_path: Path, host: str
+) -> None:
+    """DNS rebinding: a page of evil.example whose name resolves to this machine's loopback
+    reaches the server with its own Host and Origin. On 127.0.0.2 (loopback, so no token) the
+    SDK's own guard, which knows only 127.0.0.1, localhost and ::1, let it store memories."""
+    with serving_http(tmp_path, host, env={}) as url:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        evil = {**ACCEPT, "Host": f"evil.example:{port}", "Origin": "http://evil.example"}
+        assert httpx.post(url, json=PING, headers=evil).status_code in (403, 421)
+        spoofed = {**ACCEPT, "Origin": "http://evil.example"}
+        assert httpx.post(url, json=PING, headers=spoofed).status_code == 403
+        assert httpx.post(url, json=PING, headers=ACCEPT).status_code == 200  # its own Host
 
 
 def test_off_the_loopback_it_refuses_to_start_without_a_token(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ async def test_the_tools_and_their_schemas(memory: RaMem) -> None:
         assert recall["required"] == ["question"]
         assert recall["properties"]["k"]["type"] == "integer"
         assert recall["properties"]["k"]["minimum"] == 1
-        assert {"type": "string"} in remember["properties"]["at"]["anyOf"]
+        assert {"type": "string", "maxLength": 64} in remember["properties"]["at"]["anyOf"]
         assert set(tools["list"].input_schema["properties"]) == {"limit", "after", "session_id"}
         for name in ("show", "forget"):
             assert tools[name].input_schema["required"] == ["id"]
@@ -303,3 +303,77 @@ async def test_remembering_a_short_message_reads_no_session(memory: RaMem) -> No
         stored = (await call(client, "remember", **said)).structured_content
     assert stored["ids"] == [stored["id"]]
     assert [r for r in reads if "session_id" in r] == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("recall", {"question": "Where?", "namespace": "theirs"}, "takes no argument 'namespace'"),
+        ("remember", {"speaker": "u", "text": "Hi", "user_id": "7"}, "no argument 'user_id'"),
+        ("recall", {"question": "Where?", "k": True}, "k must be an integer, got True"),
+        ("recall", {"question": "Where?", "k": "5"}, "k must be an integer, got '5'"),
+        ("recall", {"question": "Where?", "k": 5.0}, "k must be an integer, got 5.0"),
+        ("recall", {"question": "Where?", "at": "2024-06-10\x00"}, "no control characters"),
+        ("recall", {"question": "Where?", "at": "0001-01-01T00:00+05:00"}, "outside 1900-2200"),
+        ("recall", {"k": 3}, "recall needs the argument 'question'"),
+    ],
+)
+async def test_arguments_are_read_strictly_and_refused_in_one_sentence(
+    memory: RaMem, tool: str, arguments: dict[str, Any], message: str
+) -> None:
+    async with served(memory) as client:
+        text = await refused(client, tool, **arguments)
+    assert message in text
+    assert "pydantic" not in text
+    assert "\n" not in text
+    assert memory.count(namespace="me") == 0
+
+
+@pytest.mark.parametrize(
+    ("tool", "argument"),
+    [("show", "id"), ("forget", "id"), ("list", "after"), ("list", "session_id")],
+)
+async def test_an_overlong_value_is_refused_before_any_work_and_not_echoed(
+    memory: RaMem, tool: str, argument: str
+) -> None:
+    async with served(memory) as client:
+        text = await refused(client, tool, **{argument: "x" * 1_000_000})
+    assert f"{argument} is too long: at most 200 characters" in text
+    assert len(text) < 200
+
+
+async def test_a_remember_past_the_cap_is_refused_saying_to_split_it(memory: RaMem) -> None:
+    async with served(memory) as client:
+        text = await refused(client, "remember", speaker="user", text="word " * 20_001)
+        assert "split it" in text
+        assert "100,000" in text
+        assert len(text) < 300
+        await call(client, "remember", speaker="user", text="word " * 19_999)  # under the cap
+    assert memory.count(namespace="me") > 0
+
+
+async def test_the_schemas_refuse_unknown_arguments(memory: RaMem) -> None:
+    async with served(memory) as client:
+        tools = (await client.list_tools()).tools
+    assert all(t.input_schema.get("additionalProperties") is False for t in tools)
+
+
+async def test_an_unknown_resource_is_not_found(memory: RaMem) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    async with served(memory) as client:
+        uris = [f"ramem://memories/{'x' * n}" for n in (10, 201, 100_000)]
+        for uri in ["ramem://memories/no-such-id", *uris]:
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(uri)
+            assert caught.value.error.code == -32602  # not found, not an internal error
+            assert len(caught.value.error.message) < 200
+
+
+async def test_one_key_makes_an_id_per_namespace(memory: RaMem) -> None:
+    said = {"speaker": "user", "text": "I like figs", "idempotency_key": "k1"}
+    async with Client(build_server(memory, namespace="a")) as one:
+        a = (await call(one, "remember", **said)).structured_content["id"]
+    async with Client(build_server(memory, namespace="b")) as two:
+        b = (await call(two, "remember", **said)).structured_content["id"]
+    assert a != b
