@@ -10,6 +10,7 @@ from ramem_core.embedding import CachedEmbedder, MiniLMEmbedder, RecentQueries
 from ramem_core.errors import (
     ConversationFormatError,
     InvalidInputError,
+    MemoryInUseError,
     ModelReplyError,
     ModelUnavailableError,
     NamespaceNotFoundError,
@@ -89,6 +90,7 @@ __all__ = [
     "LLMFrameInducer",
     "LLMUsage",
     "Member",
+    "MemoryInUseError",
     "MemoryUnit",
     "MeteredLLM",
     "MiniLMEmbedder",

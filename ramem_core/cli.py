@@ -335,19 +335,44 @@ def _tokens(args: argparse.Namespace) -> dict[str, str]:
 def cmd_mcp(args: argparse.Namespace, console: Console) -> int:
     try:
         from ramem_mcp import serve
-        from ramem_mcp.serving import Address, check_tokens
+        from ramem_mcp.server import Tools
+        from ramem_mcp.serving import BANNER, Address, check_tokens, host_block
+        from ramem_mcp.sharing import Shared
     except ImportError as exc:
         raise RefusedError(str(exc), status=2) from exc
+    import json
 
+    from ramem_core.store.chroma import check_namespace
+    from ramem_core.store.opening import default_path
+
+    if args.print_config:
+        check_namespace(args.namespace)
+        path = None if args.host is not None else Path(args.path or default_path())
+        print(json.dumps(host_block(path, args.namespace), indent=2))
+        return 0
     address = Address.parse(args.http) if args.http else None
     tokens = _tokens(args)
     if address is not None:
         check_tokens(address, tokens)  # before the store is opened
     elif args.token or args.tokens:
         raise InvalidInputError("--token and --tokens are for --http: over stdio the host runs it")
-    memory = _open(args)
-    with memory:
-        serve(memory, http=address, tokens=tokens if address is not None else None)
+    served = tokens if address is not None else None
+    if args.host is not None:  # a Chroma server: every process opens it for itself
+        with _open(args) as memory:
+            serve(memory, http=address, tokens=served)
+        return 0
+    check_namespace(args.namespace)
+    path = Path(args.path or default_path()).absolute()
+    if path.is_file():
+        raise RefusedError(f"--path {path} is a file, not a memory directory", status=2)
+    if address is None and sys.stdin.isatty():
+        print(BANNER, file=sys.stderr, flush=True)
+    shared = Shared(path, lambda: _open(args), lambda memory: Tools(memory, memory.namespace))
+    shared.start()  # opened (or its owner found) while the host is answered
+    try:
+        serve(shared, namespace=args.namespace, http=address, tokens=served)
+    finally:
+        shared.close()
     return 0
 
 
@@ -627,6 +652,11 @@ def _mcp_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--token", help="bearer token for --namespace (or set RAMEM_MCP_TOKEN)")
     p.add_argument(
         "--tokens", metavar="FILE", help='JSON {"TOKEN": "NAMESPACE"}: tokens bound to namespaces'
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the block a host's settings need (absolute paths) and exit",
     )
     p.set_defaults(func=cmd_mcp)
 

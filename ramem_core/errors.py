@@ -5,6 +5,7 @@
     │   ├── ConversationFormatError   a conversation file or object is malformed
     │   └── NamespaceNotFoundError    a namespace does not exist (reads return empty instead)
     ├── StoreError                    the Chroma store failed or is inconsistent
+    │   ├── MemoryInUseError          the memory directory is open in another process
     │   └── UncertainWriteError       a write failed in a way that may have stored it
     ├── ModelUnavailableError         an embedding model or data file is missing
     └── ModelReplyError               a model's reply is not text
@@ -66,6 +67,11 @@ class NamespaceNotFoundError(InvalidInputError, LookupError):
 
 class StoreError(RaMemError):
     """The memory store failed; the message says which operation."""
+
+
+class MemoryInUseError(StoreError):
+    """The memory directory is open in another process (its lock is held). ``ramem mcp``
+    reads this as "another host's server owns it" and relays to that server."""
 
 
 class UncertainWriteError(StoreError):

@@ -9,10 +9,11 @@ the server's namespace is used.
 # no ``from __future__ import annotations``: the MCP SDK reads the tools' signatures at run time
 
 import hmac
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -31,6 +32,7 @@ from ramem_core.types import DEFAULT_K, Evidence, Kind, MemoryUnit, RecallFrame,
 from ramem_core.validation import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, check_moment
 from ramem_mcp import descriptions
 from ramem_mcp.arguments import short, strict
+from ramem_mcp.sharing import RELAYED_NAMESPACE, RESOURCES, TOOLS, Shared
 
 T = TypeVar("T")
 
@@ -299,7 +301,11 @@ class Tools:
         self.clock = clock
 
     def _ns(self) -> str:
-        """The namespace of this request: the token's over HTTP, else the server's."""
+        """The namespace of this request: a relayed call's own (:mod:`.sharing`), the token's
+        over HTTP, else the server's."""
+        relayed = RELAYED_NAMESPACE.get()
+        if relayed is not None:
+            return relayed
         token = get_access_token()
         return token.client_id if token is not None else self.namespace
 
@@ -472,8 +478,29 @@ class RaMemServer(MCPServer):
         return await super().read_resource(uri, context)
 
 
+def _through(shared: Shared, call: str, name: str, namespace: str) -> Callable[..., Any]:
+    """The function the SDK registers for tool (or resource) ``name`` of a shared memory: the
+    signature of the :class:`Tools` method that runs it, the call passed to ``shared`` with
+    the request's namespace (the token's over HTTP, else ``namespace``)."""
+    method = getattr(Tools, RESOURCES[name] if call == "resource" else TOOLS[name])
+    signature = inspect.signature(method)
+
+    def through(**arguments: Any) -> Any:
+        token = get_access_token()
+        asked = token.client_id if token is not None else namespace
+        return shared.call(call, name, arguments, asked)
+
+    through.__name__ = method.__name__
+    through.__doc__ = method.__doc__
+    through.__annotations__ = dict(method.__annotations__)  # read by pydantic's validate_call
+    through.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=list(signature.parameters.values())[1:]  # without self
+    )
+    return through
+
+
 def build_server(
-    memory: RaMem,
+    memory: RaMem | Shared,
     *,
     namespace: str | None = None,
     clock: Callable[[], datetime] = utc_now,
@@ -490,7 +517,18 @@ def build_server(
             these tokens are refused.
         url: the server's own URL (``http://host:port``), needed with ``tokens``.
     """
-    tools = Tools(memory, namespace or memory.namespace, clock)
+    if isinstance(memory, Shared):
+        served = namespace or "default"
+
+        def fn(call: str, name: str) -> Callable[..., Any]:
+            return _through(memory, call, name, served)
+    else:
+        tools = Tools(memory, namespace or memory.namespace, clock)
+
+        def fn(call: str, name: str) -> Callable[..., Any]:
+            method = RESOURCES[name] if call == "resource" else TOOLS[name]
+            return cast("Callable[..., Any]", getattr(tools, method))
+
     auth, verifier = None, None
     if tokens:
         if url is None:
@@ -512,30 +550,29 @@ def build_server(
         auth=auth,
     )
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    for name, fn, text, hints in (
-        ("remember", tools.remember, descriptions.REMEMBER, ToolAnnotations(open_world_hint=False)),
-        ("recall", tools.recall, descriptions.RECALL, reads),
-        ("list", tools.list_memories, descriptions.LIST, reads),
-        ("show", tools.show, descriptions.SHOW, reads),
+    for name, text, hints in (
+        ("remember", descriptions.REMEMBER, ToolAnnotations(open_world_hint=False)),
+        ("recall", descriptions.RECALL, reads),
+        ("list", descriptions.LIST, reads),
+        ("show", descriptions.SHOW, reads),
         (
             "forget",
-            tools.forget,
             descriptions.FORGET,
             ToolAnnotations(destructive_hint=True, open_world_hint=False),
         ),
     ):
-        server.add_tool(fn, name=name, description=text, annotations=hints)
+        server.add_tool(fn("tool", name), name=name, description=text, annotations=hints)
     server.resource(
         "ramem://memories",
         name="memories",
         description=descriptions.MEMORIES,
         mime_type="application/json",
-    )(tools.memories)
+    )(fn("resource", "memories"))
     server.resource(
         "ramem://memories/{memory_id}",
         name="memory",
         description=descriptions.MEMORY,
         mime_type="application/json",
-    )(tools.one)
+    )(fn("resource", "memory"))
     strict(server)
     return server

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -14,6 +17,7 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
     from ramem_core import RaMem
+    from ramem_mcp.sharing import Shared
 
 LOOPBACK_NAMES = frozenset({"localhost"})
 
@@ -74,8 +78,40 @@ def check_tokens(address: Address, tokens: Mapping[str, str]) -> None:
             raise InvalidInputError(msg)
 
 
+BANNER = (
+    "ramem mcp speaks MCP over stdio: a host (a desktop assistant, an editor) starts it and "
+    "talks to it on stdin and stdout; typing here does nothing useful.\n"
+    "`ramem mcp --print-config` prints the block for the host's settings. Ctrl-C stops it."
+)
+"""What ``ramem mcp`` run in a terminal says on stderr, once."""
+
+
+def executable() -> list[str]:
+    """The command that runs ``ramem`` here, absolute: a host does not have a virtualenv's
+    ``bin`` on its PATH."""
+    script = Path(sys.argv[0])
+    if script.name.startswith("ramem") and script.is_file():
+        return [str(script.absolute())]
+    found = shutil.which("ramem")
+    if found is not None:
+        return [str(Path(found).absolute())]
+    return [sys.executable, "-m", "ramem_core.cli"]
+
+
+def host_block(path: Path | None, namespace: str | None) -> dict[str, object]:
+    """The ``mcpServers`` block of a host's settings (Claude Desktop, Cursor, VS Code's
+    ``servers`` take the same entry) that starts ``ramem mcp`` on the memory at ``path`` (a
+    Chroma server's when ``None``) and ``namespace``, with absolute paths."""
+    command, *first = executable()
+    args = [*first, "mcp"]
+    if path is not None:
+        args += ["--path", str(path.absolute())]
+    args += ["--namespace", namespace or "default"]
+    return {"mcpServers": {"ramem": {"command": command, "args": args}}}
+
+
 def serve(
-    memory: RaMem,
+    memory: RaMem | Shared,
     *,
     namespace: str | None = None,
     http: Address | None = None,
@@ -84,7 +120,8 @@ def serve(
     """Serve ``memory`` over MCP until interrupted: stdio, or streamable HTTP at ``http``.
 
     Args:
-        memory: the memory to serve.
+        memory: the memory to serve (a :class:`~ramem_mcp.sharing.Shared` one: whichever
+            process holds its directory).
         namespace: what requests without a bound token read and write (the memory's own).
         http: listen here over streamable HTTP (path ``/mcp``) instead of stdio.
         tokens: token -> namespace; HTTP requests must carry one as ``Authorization: Bearer``.

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.errors import InvalidInputError, RaMemError, StoreError, UncertainWriteError
+from ramem_core.errors import (
+    InvalidInputError,
+    MemoryInUseError,
+    RaMemError,
+    StoreError,
+    UncertainWriteError,
+)
 from ramem_core.protocols import Embedder
 from ramem_core.store.codec import from_record, to_metadata
 from ramem_core.types import MemoryUnit, Version
@@ -204,7 +210,7 @@ class _DirectoryLock:
                     "several processes need a Chroma server: run `chroma run --path "
                     f"{key} --port 8000` and open it with RaMem.open(host='127.0.0.1', port=8000)"
                 )
-                raise StoreError(msg) from None
+                raise MemoryInUseError(msg) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
             cls._held[key] = (fd, 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -276,3 +277,90 @@ def test_a_langchain_agent_uses_ramem_through_langchain_mcp_adapters(tmp_path: P
     assert any("Asked on: Monday 10 June 2024" in text for text in seen["model_saw"])
     assert any("Porto" in text and "Lisbon" in text for text in seen["model_saw"])
     assert seen["answer"] == "You live in Porto."
+
+
+def _stdio(path: Path, namespace: str = "me") -> StdioServerParameters:
+    return StdioServerParameters(
+        command=ramem(), args=["mcp", "--path", str(path), "--namespace", namespace]
+    )
+
+
+def _contents(result: Any) -> list[str]:
+    return [m["content"] for m in structured(result)["memories"]]
+
+
+async def test_two_hosts_on_one_memory_see_each_others_writes_and_outlive_the_owner(
+    tmp_path: Path,
+) -> None:
+    """A desktop assistant and an editor started on one --path: both work, each reads what
+    the other wrote, and when the owner's process is killed the other takes the memory over
+    and keeps working."""
+    from contextlib import AsyncExitStack
+
+    said = {"speaker": "user", "at": "2024-04-10T09:00:00Z"}
+    async with AsyncExitStack() as stack:
+        sessions = []
+        for text in ("I live in Lisbon", "My sister is called Ana"):
+            read, write = await stack.enter_async_context(stdio_client(_stdio(tmp_path)))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            stored = await session.call_tool("remember", {**said, "text": text})
+            assert not stored.is_error, stored.content
+            sessions.append(session)
+        first, second = sessions  # the first opened the memory: it owns it
+        for session in sessions:
+            assert sorted(_contents(await session.call_tool("list", {}))) == [
+                "user: I live in Lisbon",
+                "user: My sister is called Ana",
+            ]
+        ticket = tmp_path / ".ramem-mcp.json"
+        assert ticket.stat().st_mode & 0o777 == 0o600  # its token: this user's only
+        owner = json.loads(ticket.read_text())["pid"]
+        os.kill(owner, signal.SIGKILL)
+
+        found = await second.call_tool("recall", {"question": "Where do I live?"})
+        assert "user: I live in Lisbon" in _contents(found)
+        moved = await second.call_tool("remember", {**said, "text": "I moved to Porto"})
+        assert not moved.is_error, moved.content
+        assert "user: I moved to Porto" in _contents(await second.call_tool("list", {}))
+        assert json.loads(ticket.read_text())["pid"] not in (owner, None)  # the second owns it
+
+
+def test_print_config_prints_a_host_block_with_absolute_paths(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [ramem(), "mcp", "--print-config", "--path", "memory", "--namespace", "work"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    entry = json.loads(done.stdout)["mcpServers"]["ramem"]
+    assert entry["command"] == ramem()
+    assert Path(entry["command"]).is_absolute()
+    assert entry["args"] == ["mcp", "--path", str(tmp_path / "memory"), "--namespace", "work"]
+    assert not (tmp_path / "memory").exists()  # printing opens nothing
+
+
+def test_run_in_a_terminal_it_says_once_how_to_connect(tmp_path: Path) -> None:
+    """stdin a terminal (a pseudo-terminal here): one note on stderr, then it waits."""
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [ramem(), "mcp", "--path", str(tmp_path)],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        time.sleep(3)
+        assert process.poll() is None  # it waits for a client
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=30)
+        os.close(leader)
+        os.close(follower)
+    text = err.decode()
+    assert text.count("speaks MCP over stdio") == 1
+    assert "--print-config" in text
