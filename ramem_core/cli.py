@@ -367,8 +367,8 @@ def cmd_mcp(args: argparse.Namespace, console: Console) -> int:
         raise RefusedError(f"--path {path} is a file, not a memory directory", status=2)
     if address is None and sys.stdin.isatty():
         print(BANNER, file=sys.stderr, flush=True)
+    # opened (or its owner found) in the background once the host has its initialize answer
     shared = Shared(path, lambda: _open(args), lambda memory: Tools(memory, memory.namespace))
-    shared.start()  # opened (or its owner found) while the host is answered
     try:
         serve(shared, namespace=args.namespace, http=address, tokens=served)
     finally:

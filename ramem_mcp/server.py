@@ -470,7 +470,15 @@ URI_CHARS = len("ramem://memories/") + MAX_ID_CHARS
 
 class RaMemServer(MCPServer):
     """The SDK's server, reading no resource URI longer than any of its own (the SDK's own
-    "Unknown resource" error repeats the whole URI)."""
+    "Unknown resource" error repeats the whole URI); over a shared memory, opening it once
+    the host has its answer to ``initialize`` (:meth:`.sharing.Shared.start`)."""
+
+    shared: Shared | None = None
+
+    async def list_tools(self) -> Any:
+        if self.shared is not None:
+            self.shared.start()
+        return await super().list_tools()
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         if len(str(uri)) > URI_CHARS:
@@ -541,7 +549,7 @@ def build_server(
             resource_server_url=None,
             validate_token_resource=False,
         )
-    server: MCPServer = RaMemServer(
+    server = RaMemServer(
         "ramem",
         title="RaMem memory",
         instructions=descriptions.INSTRUCTIONS,
@@ -549,6 +557,8 @@ def build_server(
         token_verifier=verifier,
         auth=auth,
     )
+    if isinstance(memory, Shared):
+        server.shared = memory
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     for name, text, hints in (
         ("remember", descriptions.REMEMBER, ToolAnnotations(open_world_hint=False)),

@@ -243,6 +243,7 @@ class Shared:
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self._failed: str | None = None
+        self._started = False
         self.memory: RaMem | None = None
         self.tools: Tools | None = None
         self.owner: Owner | None = None
@@ -251,9 +252,14 @@ class Shared:
     # ------------------------------------------------------------------ life
 
     def start(self) -> Shared:
-        """Opens the memory, or finds its owner, in the background: the server answers its
-        host meanwhile, and a call waits for it."""
-        threading.Thread(target=self._settle, name="ramem-open", daemon=True).start()
+        """Opens the memory, or finds its owner, in the background (once): the server answers
+        its host meanwhile, and a call waits for it. The server starts it when the host has
+        its answer to ``initialize`` (at the first ``tools/list`` or call), so the two do not
+        share the CPU."""
+        with self._lock:
+            if not self._started:
+                self._started = True
+                threading.Thread(target=self._settle, name="ramem-open", daemon=True).start()
         return self
 
     def close(self) -> None:
@@ -285,6 +291,8 @@ class Shared:
         """Open the memory and serve it to the others; or, when another process holds it,
         find that process's ticket (one other than ``stale``)."""
         try:
+            if held_elsewhere(self.directory):  # found without importing the store
+                raise MemoryInUseError(str(self.directory))
             memory = self._open()
         except MemoryInUseError:
             self.ticket = self._await_ticket(stale)
@@ -293,6 +301,7 @@ class Shared:
         self.tools = self._tools_of(memory)
         self.owner = Owner(self.tools, self.directory).start()
         logger.info("ramem mcp owns %s and serves other hosts on it", self.directory)
+        threading.Thread(target=warm, args=(memory,), name="ramem-warm", daemon=True).start()
 
     def _await_ticket(self, stale: Ticket | None) -> Ticket:
         deadline = time.monotonic() + NEW_OWNER_WAIT
@@ -313,6 +322,7 @@ class Shared:
     def call(self, call: str, name: str, arguments: dict[str, Any], namespace: str | None) -> Any:
         """Tool ``name`` (``call`` "tool") or resource ``name`` ("resource") with
         ``arguments``, for ``namespace``: run here by the owner, else relayed to it."""
+        self.start()
         self._ready.wait()
         if call == "tool" and name == "remember" and arguments.get("idempotency_key") is None:
             # a retry after the owner went away must not store it twice
@@ -366,6 +376,39 @@ def _unpacked(call: str, reply: dict[str, Any]) -> Any:
         raise ToolError(str(reply["error"]))
     result = reply.get("result")
     return CallToolResult.model_validate(result) if call == "tool" else result
+
+
+def held_elsewhere(directory: Path) -> bool:
+    """Another process holds ``directory``'s lock (the one
+    :class:`~ramem_core.store.chroma.ChromaStore` takes): a relay finds it so at once, without
+    importing the store. ``False`` where it cannot tell (no lock file yet, not POSIX)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: RaMem.open says
+        return False
+    try:
+        fd = os.open(directory / ".ramem.lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # a shared lock taken here is let go with it
+    return False
+
+
+def warm(memory: RaMem) -> None:
+    """Load what the first ``remember`` would (the anchorer's parser), while the host waits
+    for nothing: one statement anchored, nothing stored."""
+    reader = getattr(memory.anchorer, "reader", None)
+    if reader is None:
+        return
+    try:
+        reader.read(["I live here now."], ["user"])
+    except Exception:  # noqa: BLE001 - warming is an optimisation; the call itself will say
+        logger.debug("warming the reader failed", exc_info=True)
 
 
 def _alive(pid: int) -> bool:
