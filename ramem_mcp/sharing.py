@@ -185,7 +185,7 @@ class Owner:
                 stream.flush()
 
 
-class OwnerGone(Exception):
+class OwnerGoneError(Exception):
     """The owner's port did not answer; ``sent``: after the request left."""
 
     def __init__(self, sent: bool) -> None:
@@ -197,12 +197,12 @@ def _ask(ticket: Ticket, request: dict[str, Any]) -> dict[str, Any]:
     """One request to the owner of ``ticket``, and its reply.
 
     Raises:
-        OwnerGone: nothing listens there, or it closed before replying.
+        OwnerGoneError: nothing listens there, or it closed before replying.
     """
     try:
         connection = socket.create_connection(("127.0.0.1", ticket.port), timeout=5)
     except OSError:
-        raise OwnerGone(sent=False) from None
+        raise OwnerGoneError(sent=False) from None
     with connection:
         connection.settimeout(CALL_TIMEOUT)
         try:
@@ -212,9 +212,9 @@ def _ask(ticket: Ticket, request: dict[str, Any]) -> dict[str, Any]:
                 stream.flush()
                 line = stream.readline(MAX_LINE + 1)
         except OSError:
-            raise OwnerGone(sent=True) from None
+            raise OwnerGoneError(sent=True) from None
     if not line:
-        raise OwnerGone(sent=True)
+        raise OwnerGoneError(sent=True)
     reply = json.loads(line)
     assert isinstance(reply, dict)
     return reply
@@ -272,7 +272,7 @@ class Shared:
 
     @property
     def role(self) -> str:
-        """"owner", "relay", or "starting"."""
+        """This server's part: owner, relay, or starting."""
         if not self._ready.is_set():
             return "starting"
         return "owner" if self.tools is not None else "relay"
@@ -337,7 +337,7 @@ class Shared:
             request = {"call": call, "name": name, "arguments": arguments, "namespace": namespace}
             try:
                 reply = _ask(ticket, request)
-            except OwnerGone as gone:
+            except OwnerGoneError as gone:
                 if gone.sent and call == "tool" and name == "forget":
                     msg = (
                         "the server that owned this memory went away while forgetting; "
@@ -407,7 +407,7 @@ def warm(memory: RaMem) -> None:
         return
     try:
         reader.read(["I live here now."], ["user"])
-    except Exception:  # noqa: BLE001 - warming is an optimisation; the call itself will say
+    except Exception:  # warming is an optimisation; the call itself will say
         logger.debug("warming the reader failed", exc_info=True)
 
 

@@ -307,7 +307,7 @@ async def test_two_hosts_on_one_memory_see_each_others_writes_and_outlive_the_ow
             stored = await session.call_tool("remember", {**said, "text": text})
             assert not stored.is_error, stored.content
             sessions.append(session)
-        first, second = sessions  # the first opened the memory: it owns it
+        _, second = sessions  # the first opened the memory: it owns it
         for session in sessions:
             assert sorted(_contents(await session.call_tool("list", {}))) == [
                 "user: I live in Lisbon",
