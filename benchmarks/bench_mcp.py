@@ -14,8 +14,9 @@ From the repository root::
 - ``load``: ``ramem mcp --http`` on the loopback, ``--clients`` clients each storing a message
   (with an idempotency key) and recalling, for ``--seconds``; one hostile client sending a
   3,000,000-character id to ``show`` once a second; one probe calling ``list`` (one memory)
-  every 0.2 s. Reports acknowledged vs stored (read back by key) and the probe's latency
-  (nothing should stall it past a second).
+  every 0.2 s, from a process of its own. Reports acknowledged vs stored (every memory read
+  back) and the probe's latency (nothing should stall it past a second); then the same load
+  without the hostile client, for comparison.
 
 Writes ``benchmarks/results/bench_mcp.json``.
 """
@@ -141,7 +142,6 @@ async def _load(url: str, seconds: float, clients: int, hostile_too: bool) -> di
     deadline = time.monotonic() + seconds
     acknowledged: list[str] = []
     failures: list[str] = []
-    probe: list[float] = []
 
     async def client(n: int) -> None:
         async with (
@@ -175,22 +175,42 @@ async def _load(url: str, seconds: float, clients: int, hostile_too: bool) -> di
                 await session.call_tool("show", {"id": "x" * 3_000_000})
                 await asyncio.sleep(1)
 
-    async def prober() -> None:
-        async with (
-            httpx2.AsyncClient(timeout=120) as http,
-            streamable_http_client(url, http_client=http) as (read, write, *_),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            while time.monotonic() < deadline:
-                began = time.perf_counter()
-                await session.call_tool("list", {"limit": 1})
-                probe.append(time.perf_counter() - began)
-                await asyncio.sleep(0.2)
-
+    # the probe in a process of its own: what it waits is the server's, not this process's
+    prober = await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        "--probe",
+        url,
+        "--seconds",
+        str(seconds),
+        stdout=asyncio.subprocess.PIPE,
+    )
     extra = [hostile()] if hostile_too else []
-    await asyncio.gather(*(client(n) for n in range(clients)), *extra, prober())
+    await asyncio.gather(*(client(n) for n in range(clients)), *extra)
+    out, _ = await prober.communicate()
+    probe = json.loads(out.decode().strip().splitlines()[-1])
     return {"acknowledged": acknowledged, "failures": failures, "probe": probe}
+
+
+async def _probe(url: str, seconds: float) -> list[float]:
+    """``list`` of one memory every 0.2 s for ``seconds``: each call's latency."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    deadline = time.monotonic() + seconds
+    latencies: list[float] = []
+    async with (
+        httpx2.AsyncClient(timeout=120) as http,
+        streamable_http_client(url, http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        while time.monotonic() < deadline:
+            began = time.perf_counter()
+            await session.call_tool("list", {"limit": 1})
+            latencies.append(time.perf_counter() - began)
+            await asyncio.sleep(0.2)
+    return latencies
 
 
 def load(seconds: float, clients: int, hostile: bool = True) -> dict[str, Any]:
@@ -248,7 +268,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--no-hostile", action="store_true", help="without the 3 MB ids")
     parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--probe", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.probe:  # the load's probe process
+        print(json.dumps(asyncio.run(_probe(args.probe, args.seconds))))
+        return
     result: dict[str, Any] = {
         "command": "python " + " ".join(["benchmarks/bench_mcp.py", *sys.argv[1:]])
     }
@@ -261,6 +285,10 @@ def main() -> None:
         print(f"load: {args.clients} clients for {args.seconds:.0f} s", flush=True)
         result["load"] = load(args.seconds, args.clients, not args.no_hostile)
         print(json.dumps(result["load"], indent=1))
+        if not args.no_hostile:  # the same load without the hostile client, side by side
+            print("load without the hostile client", flush=True)
+            result["load_without_hostile"] = load(args.seconds, args.clients, False)
+            print(json.dumps(result["load_without_hostile"], indent=1))
     args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {args.out}")
 

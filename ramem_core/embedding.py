@@ -154,19 +154,46 @@ class MiniLMEmbedder:
         if not texts:
             return out
         session, tokenizer = self._load()
-        # sort by length so each batch pads to a similar length (much less wasted compute)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for begin in range(0, len(order), self.batch_size):
-            chunk = order[begin : begin + self.batch_size]
-            encodings = tokenizer.encode_batch([texts[i] for i in chunk])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        encodings = tokenizer.encode_batch(list(texts))  # padded to the longest, at the right
+        all_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        all_mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        lengths = all_mask.sum(axis=1)
+        # sorted by length, so each batch pads to a similar length (much less wasted compute)
+        order = sorted(range(len(texts)), key=lambda i: int(lengths[i]))
+        for chunk in _batches(order, lengths, self.batch_size, TOKENS_PER_PASS):
+            width = int(lengths[chunk[-1]])  # the chunk's longest: its padding, cut off here
+            ids, mask = all_ids[chunk, :width], all_mask[chunk, :width]
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             hidden = session.run(None, feeds)[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             out[chunk] = normalize(pooled)
         return out
+
+
+TOKENS_PER_PASS = 2_048
+"""The most tokens (padding included) one forward pass reads: 32 short messages, or 8 pieces
+of a pasted document at the model's 256. onnxruntime keeps the largest pass's memory for the
+process's life: at 32 x 256 that was 840 MB more than the model (issue 55: a server's memory
+never came back after a large ``remember``), at 8 x 256 it is 220 MB, and no text is slower
+(``python benchmarks/bench_embed_memory.py``)."""
+
+
+def _batches(
+    order: Sequence[int], lengths: npt.NDArray[np.int64], most: int, tokens: int
+) -> list[list[int]]:
+    """``order`` (sorted by length) cut into batches of at most ``most`` texts whose padded
+    size (their count times the longest) is at most ``tokens``, one text at least each."""
+    out: list[list[int]] = []
+    chunk: list[int] = []
+    for i in order:
+        if chunk and (len(chunk) == most or (len(chunk) + 1) * int(lengths[i]) > tokens):
+            out.append(chunk)
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        out.append(chunk)
+    return out
 
 
 class CachedEmbedder:

@@ -34,6 +34,46 @@ def test_minilm_is_independent_of_batching(embedder: MiniLMEmbedder) -> None:
     assert embedder.embed([]).shape == (0, 384)
 
 
+def test_a_long_text_is_embedded_in_passes_of_bounded_size(embedder: MiniLMEmbedder) -> None:
+    """onnxruntime keeps the memory of its largest pass for the process's life: a pasted
+    document's pieces go through a few at a time (issue 55: 850 MB kept after one large
+    ``remember``), short messages still 32 at a time, and every vector is the same."""
+    from ramem_core.embedding import TOKENS_PER_PASS
+
+    piece = ("A sentence of a long pasted document about the plan and its budget. " * 20)[:1000]
+    short = [f"I met friend {i} for coffee today." for i in range(40)]
+    texts = [*short, *[piece] * 20]
+    shapes: list[tuple[int, ...]] = []
+    session, _ = embedder._load()
+    run = session.run
+
+    class Spy:
+        def run(self, outputs: object, feeds: dict[str, np.ndarray]) -> object:
+            shapes.append(feeds["input_ids"].shape)
+            return run(outputs, feeds)
+
+    embedder._session = Spy()
+    try:
+        vectors = embedder.embed(texts)
+    finally:
+        embedder._session = session
+    assert TOKENS_PER_PASS <= 2_048
+    assert all(rows * width <= 2_048 for rows, width in shapes)
+    assert max(rows for rows, _ in shapes) == 32  # short ones still share a pass
+    assert max(width for _, width in shapes) > 200  # a piece is read whole, 8 to a pass
+    alone = np.vstack([embedder.embed([t]) for t in (short[0], piece)])
+    assert np.allclose(vectors[[0, len(short)]], alone, atol=1e-5)
+
+
+def test_passes_hold_at_most_their_token_budget() -> None:
+    from ramem_core.embedding import _batches
+
+    lengths = np.array([10, 10, 10, 200, 256, 256, 256], dtype=np.int64)
+    batches = _batches(list(range(7)), lengths, most=2, tokens=512)
+    assert batches == [[0, 1], [2, 3], [4, 5], [6]]
+    assert _batches([0], np.array([900], dtype=np.int64), most=2, tokens=512) == [[0]]
+
+
 @pytest.mark.parametrize("spin", [False, True])
 def test_minilm_worker_threads_spin_only_when_asked(spin: bool) -> None:
     """A spinning onnxruntime worker keeps a core busy after each call (taken from the vector
