@@ -45,7 +45,10 @@ from ramem_core.errors import MemoryInUseError, RaMemError
 
 if TYPE_CHECKING:
     from ramem_core import RaMem
-    from ramem_mcp.server import Tools
+
+Tools = object
+"""What runs the calls: a :class:`ramem_mcp.server.Tools` (named here by its methods,
+:data:`TOOLS` and :data:`RESOURCES`: the server imports this module)."""
 
 logger = logging.getLogger("ramem_mcp")
 

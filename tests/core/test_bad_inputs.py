@@ -733,7 +733,7 @@ TURNS = [
         "at 9999 with an offset",
         lambda c: turn(c, at=datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5)))),
         I,
-        "cannot be converted to UTC",
+        "at 9999-12-31 lies outside 1900-2200",
     ),
     Bad(
         "conversation_id int",
