@@ -257,6 +257,23 @@ def asks_now(query: str) -> bool:
     return _PRESENT.search(query) is not None and _PAST.search(query) is None
 
 
+_PRESENT_WHEN_WHERE = re.compile(
+    r"^\W*(?:when|where)(?:'s|\s+(?:is|are|does|do)\b)"
+    r"|^\W*(?:what|which)\s+(?:time|day|date|city|place|venue)\s+(?:is|are|does|do)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_plan(query: str) -> bool:
+    """True when ``query`` asks, in the present tense, when or where something is ("When is
+    the family reunion?", "Where's the ski week?", "When does the bid close?"): of a plan still
+    ahead it asks the plan as it stands now (:class:`~ramem_core.retrieval.passes.LatestFirst`
+    reads it so only for a plan whose date lies after the moment of asking)."""
+    if asks_earlier(query) or _PAST.search(query):
+        return False
+    return _PRESENT_WHEN_WHERE.search(query) is not None
+
+
 def asks_value(query: str) -> bool:
     """True when ``query`` asks for a value: a count, an amount, a duration, a time of day
     ("How many coins do I have?", "What time do I wake up?", "the amount I was pre-approved

@@ -674,3 +674,39 @@ def test_a_held_line_says_what_it_rests_on(
     )
     assert line.startswith("stated")
     assert expected in line
+
+
+def test_when_a_plan_still_ahead_is_reads_it_as_it_stands_now(memory: RaMem) -> None:
+    """ "When is the reunion?" asked before it asks the plan as it stands: the moved date
+    first. Asked after both dates have passed, it is no question about now, and the list
+    keeps the order of its content."""
+    first = memory.add_turn(
+        "user", "Our family reunion is booked for July 20th at Lake Tahoe.", at=datetime(2024, 5, 1)
+    )
+    memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 5, 10))
+    moved = memory.add_turn(
+        "user", "We rescheduled the reunion to August 3rd after all.", at=datetime(2024, 6, 1)
+    )
+    ahead = ids(memory.recall("When is the family reunion?", k=3, at=datetime(2024, 6, 10)))
+    assert ahead.index(moved.id) < ahead.index(first.id)
+    after = ids(memory.recall("When is the family reunion?", k=3, at=datetime(2024, 9, 1)))
+    assert after.index(first.id) < after.index(moved.id)  # the content's own order
+
+
+@pytest.mark.parametrize(
+    ("query", "plan"),
+    [
+        ("When is the family reunion?", True),
+        ("Where's the New Year's Eve party?", True),
+        ("When does the city contract bid close?", True),
+        ("Where are mum and I going?", True),
+        ("When was the reunion?", False),
+        ("When did Caroline go to the support group?", False),
+        ("What is Caroline's identity?", False),
+        ("When was the reunion originally?", False),
+    ],
+)
+def test_questions_say_whether_they_ask_when_or_where_a_plan_is(query: str, plan: bool) -> None:
+    from ramem_core.states import asks_plan
+
+    assert asks_plan(query) is plan

@@ -27,6 +27,7 @@ def test_the_owner_answers_its_token_only(memory: RaMem, tmp_path: Path) -> None
     owner = _owner(memory, tmp_path)
     try:
         ticket = Ticket.read(tmp_path)
+        assert ticket is not None
         assert ticket == owner.ticket
         assert (tmp_path / TICKET).stat().st_mode & 0o777 == 0o600
         said = {"speaker": "user", "text": "I live in Lisbon", "at": "2024-04-10T09:00Z"}

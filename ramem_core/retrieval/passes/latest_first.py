@@ -6,11 +6,14 @@ from dataclasses import dataclass
 
 from ramem_core.retrieval.passes.base import Facts, Picks
 from ramem_core.retrieval.supersession import successors_for
+from ramem_core.states import asks_plan
 
 
 @dataclass(frozen=True, slots=True)
 class LatestFirst:
-    """For a question about now (not about an earlier value), each statement of the first
+    """For a question about now (not about an earlier value), or when or where a plan still
+    ahead is (:func:`~ramem_core.states.asks_plan`, the later statement's date after the
+    moment of asking), each statement of the first
     ``pool`` places that a later one likely replaced (the replacement model's order
     threshold: an order is no claim, :attr:`.base.Facts.ordering`) has its successor moved up
     to right before it, when the successor is among those places too and its state has begun
@@ -25,7 +28,8 @@ class LatestFirst:
 
     def __call__(self, facts: Facts, picks: Picks) -> Picks:
         frame, snap = facts.frame, facts.snap
-        if not frame.asks_now or frame.asks_earlier:
+        plan = not frame.asks_now and frame.now is not None and asks_plan(frame.query)
+        if not (frame.asks_now or plan) or frame.asks_earlier:
             return picks
         pooled_rows = set(facts.pool)
         named = {
@@ -34,6 +38,14 @@ class LatestFirst:
             if row in pooled_rows and (kept := [r for r in later if r in pooled_rows])
         }
         successor = successors_for(snap, named, frame.query, frame.now, facts.kinds)
+        if plan:  # "When is the reunion?": only a plan still ahead is read as it stands now
+            assert frame.now is not None
+            successor = {
+                row: later
+                for row, later in successor.items()
+                if (when := snap.units[later].context.event_time) is not None
+                and when.start > frame.now
+            }
         if not successor:
             return picks
         by_row = {p.row: p for p in picks}
