@@ -20,7 +20,7 @@ from ramem_core.protocols import Embedder
 from ramem_core.retrieval.conditions import Conditions
 from ramem_core.retrieval.config import RetrievalConfig
 from ramem_core.retrieval.fusion import Fusion, fusion_features, reranked
-from ramem_core.retrieval.kinds import KindVectors
+from ramem_core.retrieval.kinds import Kinds, KindVectors
 from ramem_core.retrieval.passes.base import Facts
 from ramem_core.retrieval.ranking import Probe, Ranking, content_ranking, ranks
 from ramem_core.retrieval.supersession import chains
@@ -68,10 +68,12 @@ def gather(
             kinds = kind_vectors.of(snap, candidates, frame.query, probe.vector)
         found = chains(snap, candidates, cfg.replacement, kinds)
         model = cfg.replacement
-        # what is reordered for "now" is a state of one kind: LoCoMo's and LongMemEval's
-        # lists lost turn@1 to pairs that are no states (benchmarks/results/TUNING.md)
-        chain, ordering = found.at(model.label), found.at(model.order, of_one_kind=True)
-        doubts = found.at(model.doubt)
+        # what is reordered for "now" is a state of one kind (or of the kind asked and one
+        # not read): LoCoMo's and LongMemEval's lists lost turn@1 to pairs that are no states
+        # (benchmarks/results/TUNING.md)
+        chain, doubts = found.at(model.label), found.at(model.doubt)
+        read = kinds or Kinds.of_words(snap, frame.query)
+        ordering = found.ordered(model.order, read.bits, read.asked)
     return Facts(
         snap,
         frame,

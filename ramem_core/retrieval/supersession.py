@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+import numpy.typing as npt
 
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.reading import PLAIN
@@ -55,15 +56,39 @@ class Chains:
 
     later: Mapping[int, list[tuple[int, float, bool]]] = field(default_factory=dict)
 
-    def at(self, threshold: float, *, of_one_kind: bool = False) -> dict[int, list[int]]:
-        """The chains of the replacements at least ``threshold`` likely (with
-        ``of_one_kind``: only between statements of one kind of state)."""
+    def at(self, threshold: float) -> dict[int, list[int]]:
+        """The chains of the replacements at least ``threshold`` likely."""
         out = {}
         for row, found in self.later.items():
-            rows = [r for r, p, kind in found if p >= threshold and (kind or not of_one_kind)]
+            rows = [r for r, p, _ in found if p >= threshold]
             if rows:
                 out[row] = rows
         return out
+
+    def ordered(
+        self, threshold: float, bits: npt.NDArray[np.int64], asked: int
+    ) -> dict[int, list[int]]:
+        """The chains to order a question about now by: the replacements at least
+        ``threshold`` likely between statements of one kind of state, or, when the question
+        asks about a kind (``asked``, bits), between a statement of that kind and one whose
+        kind was not read at all ("Ski week is Banff now" names no date, so no appointment;
+        "Got the keys to a cottage in Haarlem" no home). ``bits``: each row's kinds."""
+        out = {}
+        for row, found in self.later.items():
+            rows = [
+                r
+                for r, p, kind in found
+                if p >= threshold and (kind or _one_unread(int(bits[row]), int(bits[r]), asked))
+            ]
+            if rows:
+                out[row] = rows
+        return out
+
+
+def _one_unread(a: int, b: int, asked: int) -> bool:
+    """One of two statements' kinds (bits ``a``, ``b``) is one asked about, the other's was
+    not read."""
+    return bool(asked) and ((a & asked != 0 and b == 0) or (b & asked != 0 and a == 0))
 
 
 def chains(

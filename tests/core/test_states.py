@@ -691,6 +691,12 @@ def test_when_a_plan_still_ahead_is_reads_it_as_it_stands_now(memory: RaMem) -> 
     assert ahead.index(moved.id) < ahead.index(first.id)
     after = ids(memory.recall("When is the family reunion?", k=3, at=datetime(2024, 9, 1)))
     assert after.index(first.id) < after.index(moved.id)  # the content's own order
+    # a change of place names no date: the plan it changes is still ahead
+    there = memory.add_turn(
+        "user", "We rescheduled the reunion to Reno instead of Tahoe.", at=datetime(2024, 6, 5)
+    )
+    ahead = ids(memory.recall("Where is the family reunion?", k=4, at=datetime(2024, 6, 10)))
+    assert ahead.index(there.id) < ahead.index(first.id)
 
 
 @pytest.mark.parametrize(
@@ -710,3 +716,36 @@ def test_questions_say_whether_they_ask_when_or_where_a_plan_is(query: str, plan
     from ramem_core.states import asks_plan
 
     assert asks_plan(query) is plan
+
+
+def test_a_question_about_a_kind_orders_a_statement_whose_kind_was_not_read() -> None:
+    """ "Where do I live now?": "I live on a houseboat" (a home) and, later, "Got the keys to a
+    cottage in Haarlem" (no kind read) are ordered by the model's probability; a later
+    statement of another kind is not, nor any pair when the question asks about no kind."""
+    import numpy as np
+
+    from ramem_core.retrieval.supersession import Chains
+
+    home, work = 1, 2
+    found = Chains({0: [(1, 0.5, False), (2, 0.5, False), (3, 0.1, False), (4, 0.5, True)]})
+    bits = np.array([home, 0, work, 0, work], dtype=np.int64)
+    assert found.ordered(0.3, bits, asked=home) == {0: [1, 4]}
+    assert found.ordered(0.3, bits, asked=0) == {0: [4]}  # one kind shared: as ever
+    assert found.ordered(0.3, bits, asked=work) == {0: [4]}  # row 0 is no work statement
+
+
+def test_now_reads_first_a_later_statement_whose_kind_was_not_read(store: ChromaStore) -> None:
+    """ "Got the keys to a cottage in Haarlem" names no home in words, yet a model that finds
+    it likely to replace "I live in Lisbon" puts it first for "Where do I live now?"; a later
+    statement of another kind (a job) is not put first, however likely the model finds it."""
+    from ramem_core.testing import replacement_of
+
+    likely = replacement_of({}, 5.0, label=0.999, order=0.5)  # every pair: 0.993
+    config = RetrievalConfig(state_kind_vectors=None, replacement=likely)
+    memory = RaMem(store, counter=WordCounter(), config=config)
+    lisbon = memory.add_turn("user", "I live in Lisbon, near the river.", at=JAN)
+    memory.add_turn("user", "I started a new job at the bank.", at=datetime(2024, 3, 1, 9))
+    cottage = memory.add_turn("user", "Got the keys to a cottage in Haarlem.", at=JUNE)
+    found = ids(memory.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1)))
+    assert found.index(cottage.id) < found.index(lisbon.id)
+    assert found[0] == cottage.id

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
+from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.passes.base import Facts, Picks
 from ramem_core.retrieval.supersession import successors_for
 from ramem_core.states import asks_plan
@@ -39,12 +41,10 @@ class LatestFirst:
         }
         successor = successors_for(snap, named, frame.query, frame.now, facts.kinds)
         if plan:  # "When is the reunion?": only a plan still ahead is read as it stands now
-            assert frame.now is not None
             successor = {
                 row: later
                 for row, later in successor.items()
-                if (when := snap.units[later].context.event_time) is not None
-                and when.start > frame.now
+                if _ahead(snap, later, row, frame.now)
             }
         if not successor:
             return picks
@@ -62,3 +62,10 @@ class LatestFirst:
             out.append(pick)
             placed.add(pick.row)
         return out
+
+
+def _ahead(snap: Snapshot, later: int, earlier: int, now: datetime | None) -> bool:
+    """The plan ``later`` restates lies (or ends) after ``now``: by its own date, else, when
+    it names none ("The ski week is Banff now"), by the date of the plan it changes."""
+    when = snap.units[later].context.event_time or snap.units[earlier].context.event_time
+    return now is not None and when is not None and when.end > now
