@@ -5,13 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import ramem_core
 
 
 def test_all_matches_public_names() -> None:
+    values = {name: getattr(ramem_core, name) for name in dir(ramem_core)}  # loads them all
     public = {
         name
-        for name, value in vars(ramem_core).items()
+        for name, value in values.items()
         if not name.startswith("_")
         and (
             getattr(value, "__module__", "").startswith("ramem_core")
@@ -19,6 +22,9 @@ def test_all_matches_public_names() -> None:
         )
     }
     assert set(ramem_core.__all__) - {"__version__"} == public
+    assert ramem_core.RaMem.__module__ == "ramem_core.memory"
+    with pytest.raises(AttributeError, match="NoSuchName"):
+        _ = ramem_core.NoSuchName  # type: ignore[attr-defined]
 
 
 def test_core_imports_no_framework_and_no_heavy_module() -> None:
@@ -30,6 +36,45 @@ def test_core_imports_no_framework_and_no_heavy_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+HEAVY = ("chromadb", "onnxruntime", "dateparser", "spacy", "numpy")
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The heavy packages a fresh interpreter has imported after running ``code``."""
+    probe = (
+        f"{code}\nimport sys\nprint('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    [line] = [line for line in out.stdout.splitlines() if line.startswith("HEAVY:")]
+    return [m for m in line.removeprefix("HEAVY:").split(",") if m]
+
+
+def test_import_help_and_an_mcp_initialize_load_no_store_model_or_date_parser() -> None:
+    """Issue 56: ``import ramem_core``, ``ramem --help`` and ``ramem mcp`` up to its answer to
+    ``initialize`` wait for none of Chroma, onnxruntime, dateparser or spaCy."""
+    assert _loaded_after("import ramem_core; from ramem_core import RaMem") == ["numpy"]
+    assert _loaded_after("import ramem_core; from ramem_core import InvalidInputError") == []
+    helped = (  # what --help reads: the package's names load when used (not even numpy)
+        "from ramem_core.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass"
+    )
+    assert _loaded_after(helped) == []
+    initialized = (
+        "import asyncio, tempfile\n"
+        "from pathlib import Path\n"
+        "from mcp import Client\n"
+        "from ramem_mcp.server import Tools, build_server\n"
+        "from ramem_mcp.sharing import Shared\n"
+        "def opened():\n    import chromadb\n    raise AssertionError('opened')\n"
+        "shared = Shared(Path(tempfile.mkdtemp()), opened, lambda m: Tools(m, 'me'))\n"
+        "async def go():\n"
+        "    async with Client(build_server(shared, namespace='me')) as c:\n"
+        "        assert c.server_info.name == 'ramem'\n"
+        "        assert shared.role == 'starting' and not shared._started\n"
+        "asyncio.run(go())"
+    )
+    assert _loaded_after(initialized) in ([], ["numpy"])  # the tools' modules read numpy
 
 
 def test_errors_form_one_hierarchy() -> None:
