@@ -31,7 +31,7 @@ from ramem_core.temporal import day_span, describe
 from ramem_core.types import MemoryUnit, RecallFrame, Supersession, TimeSpan
 
 
-def said_order(unit: MemoryUnit) -> tuple[datetime, int]:
+def _said(unit: MemoryUnit) -> tuple[datetime, int]:
     """When ``unit`` was said, as an order: its own stored span's end, then its turn."""
     span = unit.context.session_span
     return (span.end if span is not None else datetime.min, unit.context.turn_index)
@@ -220,7 +220,7 @@ def restated(
         covered = sum(weight[t] for t in asked if t in said_here)
         if covered < share * total or (value and not values(unit.content) - named):
             continue
-        members.setdefault(int(speakers[row]), []).append((said_order(unit)[0], row))
+        members.setdefault(int(speakers[row]), []).append((_said(unit)[0], row))
     out = []
     for chain in members.values():
         last_day = max(said.date() for said, _ in chain)
@@ -270,7 +270,7 @@ def held_through(
         if row in chain:  # until the first successor's state began, or else was said
             later = _of_kind(snap, chain[row], asked, kinds)[0]
             ended = _began(snap, later, kinds)
-            end = ended.start if ended is not None else said_order(snap.units[later])[0]
+            end = ended.start if ended is not None else _said(snap.units[later])[0]
             until = describe(ended if ended is not None else day_span(end))
         if end < start:
             continue
@@ -322,4 +322,4 @@ def supersession(
     if later is None:
         return None
     unit = snap.units[later]
-    return Supersession(unit.id, said_order(unit)[0], unit.content, _began(snap, later, kinds))
+    return Supersession(unit.id, _said(unit)[0], unit.content, _began(snap, later, kinds))

@@ -749,21 +749,3 @@ def test_now_reads_first_a_later_statement_whose_kind_was_not_read(store: Chroma
     found = ids(memory.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1)))
     assert found.index(cottage.id) < found.index(lisbon.id)
     assert found[0] == cottage.id
-
-
-def test_a_question_for_the_first_value_reads_the_first_statement_first(memory: RaMem) -> None:
-    """ "What date was the reunion at first?": the statement a later one likely replaced is
-    its answer, read first (the mirror of a question about now), the later one kept after."""
-    first = memory.add_turn(
-        "user", "Our family reunion is booked for July 20th.", at=datetime(2024, 5, 1)
-    )
-    memory.add_turn("user", "I baked sourdough bread today.", at=datetime(2024, 5, 10))
-    moved = memory.add_turn(
-        "user",
-        "We rescheduled the family reunion date to August 3rd, the reunion date is final.",
-        at=datetime(2024, 6, 1),
-    )
-    asked = "What date was the family reunion at first?"
-    found = ids(memory.recall(asked, k=3, at=datetime(2024, 6, 10)))
-    assert found.index(first.id) < found.index(moved.id)
-    assert moved.id in found

@@ -7,20 +7,19 @@ from datetime import datetime
 
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.retrieval.passes.base import Facts, Picks
-from ramem_core.retrieval.supersession import said_order, successors_for
+from ramem_core.retrieval.supersession import successors_for
 from ramem_core.states import asks_plan
 
 
 @dataclass(frozen=True, slots=True)
 class LatestFirst:
-    """For a question about now, or when or where a plan still ahead is
-    (:func:`~ramem_core.states.asks_plan`, the later statement's date after the moment of
-    asking), each statement of the first
+    """For a question about now (not about an earlier value), or when or where a plan still
+    ahead is (:func:`~ramem_core.states.asks_plan`, the later statement's date after the
+    moment of asking), each statement of the first
     ``pool`` places that a later one likely replaced (the replacement model's order
     threshold: an order is no claim, :attr:`.base.Facts.ordering`) has its successor moved up
     to right before it, when the successor is among those places too and its state has begun
-    by now. A question asking the earlier value ("at first", "originally") reads the first
-    statement of such a chain first.
+    by now.
 
     Args:
         pool: the places it reorders.
@@ -32,7 +31,7 @@ class LatestFirst:
     def __call__(self, facts: Facts, picks: Picks) -> Picks:
         frame, snap = facts.frame, facts.snap
         plan = not frame.asks_now and frame.now is not None and asks_plan(frame.query)
-        if not (frame.asks_now or plan or frame.asks_earlier):
+        if not (frame.asks_now or plan) or frame.asks_earlier:
             return picks
         pooled_rows = set(facts.pool)
         named = {
@@ -40,8 +39,6 @@ class LatestFirst:
             for row, later in facts.ordering.items()
             if row in pooled_rows and (kept := [r for r in later if r in pooled_rows])
         }
-        if frame.asks_earlier:  # "What date was the reunion at first?"
-            return self._first_first(snap, named, picks)
         successor = successors_for(snap, named, frame.query, frame.now, facts.kinds)
         if plan:  # "When is the reunion?": only a plan still ahead is read as it stands now
             successor = {
@@ -62,31 +59,6 @@ class LatestFirst:
             if place < self.pool and later in pooled and later not in placed:
                 out.append(by_row[later])
                 placed.add(later)
-            out.append(pick)
-            placed.add(pick.row)
-        return out
-
-    def _first_first(self, snap: Snapshot, named: dict[int, list[int]], picks: Picks) -> Picks:
-        """For a question asking the earlier value ("at first", "originally"), the first
-        statement of each chain moved up to right before the first of its successors in the
-        first ``pool`` places (the mirror of a question about now: an order, no claim)."""
-        first: dict[int, int] = {}  # a later statement -> the earliest one it may replace
-        for row in sorted(named, key=lambda r: said_order(snap.units[r])):
-            for later in named[row]:
-                first.setdefault(later, first.get(row, row))
-        if not first:
-            return picks
-        by_row = {p.row: p for p in picks}
-        pooled = {p.row for p in picks[: self.pool]}
-        out: Picks = []
-        placed: set[int] = set()
-        for place, pick in enumerate(picks):
-            if pick.row in placed:
-                continue
-            earlier = first.get(pick.row)
-            if place < self.pool and earlier in pooled and earlier not in placed:
-                out.append(by_row[earlier])
-                placed.add(earlier)
             out.append(pick)
             placed.add(pick.row)
         return out
