@@ -21,10 +21,13 @@ category / LongMemEval question type: LoCoMo Recall@10 and D@1 (the share of que
 first memory is from a session without evidence; lower is better, so its gain is the fall),
 LongMemEval turn@1, turn@10, session@5, and ``latest_first@10`` on the knowledge-update
 questions whose evidence lies in sessions of two or more dates (the first evidence turn of the
-top 10 is from the latest evidence date). The verdict (:func:`verdict`): a pass keeps its place
-where the lower bound of its gain is above 0 on a metric it exists for (:attr:`Pass.purpose`)
-and no group's upper bound is below -0.01 on any metric. The cost: recall p95 at 10,000
-memories with and without the pass (``--latency``).
+top 10 is from the latest evidence date). The verdict (:func:`verdict`, the ruling at the head
+of ``benchmarks/results/TUNING.md``): a challenger enters where the lower bound of its gain is
+above 0 on a metric it exists for (:attr:`Pass.purpose`) and no group's upper bound is below
+-0.01 on any metric; a shipped pass leaves only when every upper bound of its purpose is at
+most +0.005 or some group's is below -0.01. ``--rejudge`` rewrites the verdicts of the stored
+tables without a run. The cost: recall p95 at 10,000 memories with and without the pass
+(``--latency``).
 
 Writes ``benchmarks/results/audit/audit.json`` and ``audit.md`` (the table TUNING.md and
 benchmarks/results_page.py take their figures from). Rankings per variant are cached under
@@ -521,16 +524,49 @@ def gains(
     return out
 
 
+LOSS = -0.01
+"""A group whose gain's upper bound is below this loses beyond its interval (both rulings)."""
+NOTHING = 0.005
+"""A shipped pass whose gain's upper bound is at most this on every metric and category of its
+purpose is shown to earn nothing there (the ruling of issue 54: a bound at 0.000 on five
+conversations is what a small real effect looks like, so it is no verdict on its own)."""
+
+
+def _purpose_cells(
+    table: dict[str, dict[str, dict[str, Any]]], purpose: Sequence[tuple[str, str | None]]
+) -> list[tuple[str, str]]:
+    """The (metric, group) cells of ``purpose``: a purpose over every question of a metric
+    holds its categories (question types) too."""
+    cells = []
+    for metric, group in purpose:
+        if metric not in table:
+            continue
+        if group is not None:
+            cells += [(metric, group)] if group in table[metric] else []
+        else:
+            cells += [(metric, g) for g in table[metric] if not g.startswith("file ")]
+    return cells
+
+
 def verdict(
     table: dict[str, dict[str, dict[str, Any]]],
     purpose: Sequence[tuple[str, str | None]],
     elsewhere: str = "",
+    *,
+    shipped: bool = False,
 ) -> dict[str, Any]:
-    """Keep where some purpose's gain has its lower bound above 0 (or ``elsewhere`` says what
-    it earned on a benchmark outside the audit), and no group of any metric has its upper
-    bound below -0.01. A purpose over every question of a metric counts its categories (or
-    question types) too: removing a pass that one category relies on (its gain's lower bound
-    above 0 there) would lower that category's CV figure beyond its interval ("protects")."""
+    """The ruling (head of ``benchmarks/results/TUNING.md``), symmetric:
+
+    - a pass **enters** (``shipped`` False, a challenger) when some purpose's gain has its
+      lower bound above 0 (or ``elsewhere`` says what it earned on a benchmark outside the
+      audit) and no group of any metric has its upper bound below :data:`LOSS`;
+    - a pass **already shipped leaves** only when it is shown to earn nothing (the upper bound
+      of its gain at most :data:`NOTHING` on every metric and category of its purpose, and
+      nothing ``elsewhere``) or to cost (a group of any metric with its upper bound below
+      :data:`LOSS`: it loses beyond its interval where it does not earn).
+
+    A purpose over every question of a metric counts its categories too: removing a pass that
+    one category relies on would lower that category's figure ("protects")."""
     earned = [
         f"{metric} {group or 'all'}"
         for metric, group in purpose
@@ -551,9 +587,21 @@ def verdict(
         f"{metric} {group}"
         for metric, cell in table.items()
         for group, stats in cell.items()
-        if stats["gain"][2] < -0.01
+        if stats["gain"][2] < LOSS
     ]
-    return {"keep": bool(earned) and not hurt, "earned_by": earned, "hurts": hurt}
+    if not shipped:
+        return {"keep": bool(earned) and not hurt, "earned_by": earned, "hurts": hurt}
+    may_earn = [
+        f"{metric} {g} (upper bound {table[metric][g]['gain'][2]:+.3f})"
+        for metric, g in _purpose_cells(table, purpose)
+        if table[metric][g]["gain"][2] > NOTHING
+    ]
+    keep = bool(earned or may_earn) and not hurt
+    return {
+        "keep": keep,
+        "earned_by": (earned or [f"may earn {', '.join(may_earn[:3])}"]) if keep else earned,
+        "hurts": hurt,
+    }
 
 
 # --------------------------------------------------------------------------- latency
@@ -650,6 +698,23 @@ def refit_fusion(data: Data) -> None:
     print(f"chose {info}; wrote {target}")
 
 
+def rejudge() -> None:
+    """Rewrite ``audit.json``'s verdicts (and ``audit.md``) from its stored tables under the
+    ruling of :func:`verdict`, the passes' purposes as they are now; nothing is run."""
+    result = json.loads((OUT / "audit.json").read_text(encoding="utf-8"))
+    passes = {p.name: p for p in (*PASSES, *CHALLENGERS)}
+    for name, entry in result["passes"].items():
+        p = passes.get(name)
+        if p is None:
+            continue  # a pass no longer in the code keeps its recorded verdict
+        entry.update(verdict(entry["table"], p.purpose, p.elsewhere, shipped=p in PASSES))
+        _print_pass(name, entry)
+    result["ruling"] = "symmetric (issue 54): benchmarks/results/TUNING.md, head"
+    (OUT / "audit.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    (OUT / "audit.md").write_text(markdown(result), encoding="utf-8")
+    print(f"rewrote {OUT / 'audit.json'} and audit.md")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="comma-separated passes / constants")
@@ -660,7 +725,15 @@ def main() -> None:
         action="store_true",
         help="fit the shipped fusion on all the dev data (the audited procedure) and exit",
     )
+    parser.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="the verdicts of audit.json's stored tables under the ruling now, rewritten; no run",
+    )
     args = parser.parse_args()
+    if args.rejudge:
+        rejudge()
+        return
     if not (DATA / "locomo_dev.json").exists():
         print(f"skipped: {DATA} has no dev data")
         return
@@ -688,7 +761,8 @@ def main() -> None:
             continue
         other = run(data, f"no-{p.name}" if p in PASSES else p.name, audit.configs(p.without))
         table = gains(ramem, other, qs) if p in PASSES else gains(other, ramem, qs)
-        result["passes"][p.name] = {"table": table, **verdict(table, p.purpose, p.elsewhere)}
+        judged = verdict(table, p.purpose, p.elsewhere, shipped=p in PASSES)
+        result["passes"][p.name] = {"table": table, **judged}
         _print_pass(p.name, result["passes"][p.name])
     for name, (setter, grid) in GRIDS.items():
         if args.no_grids or (only and name not in only):
