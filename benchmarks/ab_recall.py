@@ -38,7 +38,7 @@ RESULT = ROOT / "benchmarks" / "results" / "ab_recall.json"
 def worker(tree: Path, size: int) -> None:
     """Serve timed recalls of ``tree``'s RaMem over stdin/stdout."""
     import numpy as np
-    from bench_core import synthetic_conversation
+    from synthetic import synthetic_conversation
 
     from ramem_core import RaMem
     from ramem_core.anchoring import RuleAnchorer
@@ -74,7 +74,7 @@ def file_worker(tree: Path, size: int, directory: Path) -> None:
     opens the directory anew (Chroma + the namespace's snapshot file), recalls once, and
     closes."""
     import numpy as np
-    from bench_core import synthetic_conversation
+    from synthetic import synthetic_conversation
 
     from ramem_core import RaMem
     from ramem_core.anchoring import RuleAnchorer
@@ -168,7 +168,7 @@ def _percentile(values: list[float], q: float) -> float:
 def run(
     before: Path, after: Path, size: int, queries: int, files: Path | None = None
 ) -> dict[str, Any]:
-    from bench_core import distinct_queries
+    from synthetic import distinct_queries
 
     texts = distinct_queries(queries + 10, size + 1)
     mode = [] if files is None else ["--files"]

@@ -613,7 +613,8 @@ def latency(passes: Sequence[Pass], size: int = 10_000, queries: int = 100) -> d
     pass, in one run on one store; every timed question is new to its memory."""
     import tempfile
 
-    from bench_core import build_scale_store, distinct_queries
+    from bench_core import build_scale_store
+    from synthetic import distinct_queries
 
     from ramem_core.embedding import MiniLMEmbedder
     from ramem_core.memory import RaMem

@@ -21,19 +21,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import resource
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from ab_recall import result_of, serve_child, spawn
+from synthetic import distinct_queries, synthetic_conversation
 
 from ramem_core import (
     ChromaStore,
@@ -42,8 +41,6 @@ from ramem_core import (
     RaMem,
     RetrievalConfig,
     RuleAnchorer,
-    Session,
-    Turn,
 )
 from ramem_core.embedding import MiniLMEmbedder, RecentQueries
 from ramem_core.evaluation import metrics
@@ -53,63 +50,11 @@ from ramem_core.retrieval import CONTENT_ONLY
 ROOT = Path(__file__).resolve().parents[1]
 
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo_dev.json"
-NAMES = ["Alice", "Ben", "Carol", "Dmitri", "Elena", "Farah", "Gus", "Hana"]
-TOPICS = [
-    "the garden",
-    "a marathon",
-    "the new job",
-    "a trip to Lisbon",
-    "the doctor",
-    "a painting class",
-    "the dog",
-    "a concert",
-    "the kitchen renovation",
-    "a birthday party",
-    "the book club",
-    "a camping weekend",
-    "the wedding",
-    "a cooking course",
-    "the piano lessons",
-]
-TIMES = ["yesterday", "last week", "two days ago", "last month", "on the weekend", "", "", ""]
-QUERIES = [
-    "What did {name} say about {topic} last August?",
-    "What happened with {topic} in March?",
-    "How did {name} feel about {topic}?",
-    "What did {name} do after {topic}?",
-    "Tell me about {topic}.",
-    "How many {topic} plans does {name} have now?",
-]
 
 
 def rss_mb() -> float:
     """Peak resident set size of this process, in MiB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def synthetic_conversation(turns: int, seed: int = 7) -> Conversation:
-    """A long multi-session conversation over two years with recurring, confusable topics."""
-    rng = random.Random(seed)
-    start = datetime(2022, 1, 3, 18, 0)
-    sessions = []
-    per_session = 20
-    for s in range(max(1, turns // per_session)):
-        when = start + timedelta(days=s * 730 / max(1, turns // per_session), hours=rng.random())
-        sid = f"S{s + 1}"
-        session_turns = []
-        for t in range(per_session):
-            speaker = rng.choice(NAMES)
-            other = rng.choice(NAMES)
-            topic = rng.choice(TOPICS)
-            time_words = rng.choice(TIMES)
-            text = (
-                f"{other}, {time_words} I kept thinking about {topic} "
-                f"and item {rng.randint(1, 999)}"
-                f", it was {rng.choice(['great', 'hard', 'fun', 'strange', 'calm'])}."
-            )
-            session_turns.append(Turn(f"{sid}:{t + 1}", speaker, text))
-        sessions.append(Session(sid, tuple(session_turns), when))
-    return Conversation("synthetic", tuple(sessions), tuple(NAMES))
 
 
 def write_result(path: str | Path, result: dict[str, Any]) -> None:
@@ -204,14 +149,6 @@ def build_scale_store(size: int, path: str, embedder: MiniLMEmbedder) -> RaMem:
     store = ChromaStore.persistent(path, embedder)
     store.upsert("bench", units, vectors)
     return RaMem(store, namespace="bench")
-
-
-def distinct_queries(n: int, seed: int) -> list[str]:
-    """``n`` different questions from the templates (at most 720), in random order: a timed
-    recall must not find its question's vector cached from an earlier one."""
-    combos = [(q, name, topic) for q in QUERIES for name in NAMES for topic in TOPICS]
-    picked = random.Random(seed).sample(combos, min(n, len(combos)))
-    return [q.format(name=name, topic=topic) for q, name, topic in picked]
 
 
 def bench_recall(size: int, queries: int, embedder: MiniLMEmbedder, k: int) -> dict[str, Any]:

@@ -31,13 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_core import (
-    build_scale_store,
-    distinct_queries,
-    percentile,
-    synthetic_conversation,
-    write_result,
-)
+from bench_core import build_scale_store, percentile, write_result
+from synthetic import distinct_queries, synthetic_conversation
 
 from ramem_core import ChromaStore, RaMem
 from ramem_core.anchoring import RuleAnchorer

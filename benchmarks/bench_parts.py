@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_core import build_scale_store, distinct_queries, percentile
+from bench_core import build_scale_store, percentile
+from synthetic import distinct_queries
 
 from ramem_core import RaMem
 from ramem_core.embedding import MiniLMEmbedder

@@ -31,7 +31,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench_core import NAMES, scale_memories
+from bench_core import scale_memories
+from synthetic import NAMES
 
 from ramem_core import RaMem, RetrievalConfig
 from ramem_core.embedding import MiniLMEmbedder
