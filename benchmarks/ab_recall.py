@@ -4,7 +4,7 @@
     python benchmarks/ab_recall.py /tmp/base . --sizes 10000,100000 --queries 200
 
 Each checkout runs in a worker process of its own (its ``ramem_core`` on the path), over
-the same memories: bench_core's synthetic conversation, anchored, with random unit vectors,
+the same memories: the synthetic conversation (synthetic.py), anchored, with random unit vectors,
 in the in-memory store (the recall path reads the snapshot, not Chroma). The driver sends
 every question to both workers, alternating which goes first, and each worker times RaMem's
 recall and content-only recall of it with the default embedder (every question new to
