@@ -33,7 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +123,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def _session_call(url: str, tool: str, arguments: dict) -> Any:
+@asynccontextmanager
+async def _http_session(url: str) -> AsyncIterator[ClientSession]:
+    """An initialized MCP session with the server at ``url`` over streamable HTTP."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
@@ -132,24 +135,21 @@ async def _session_call(url: str, tool: str, arguments: dict) -> Any:
         ClientSession(read, write) as session,
     ):
         await session.initialize()
+        yield session
+
+
+async def _session_call(url: str, tool: str, arguments: dict) -> Any:
+    async with _http_session(url) as session:
         return await session.call_tool(tool, arguments)
 
 
 async def _load(url: str, seconds: float, clients: int, hostile_too: bool) -> dict[str, Any]:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
     deadline = time.monotonic() + seconds
     acknowledged: list[str] = []
     failures: list[str] = []
 
     async def client(n: int) -> None:
-        async with (
-            httpx2.AsyncClient(timeout=120) as http,
-            streamable_http_client(url, http_client=http) as (read, write, *_),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with _http_session(url) as session:
             i = 0
             while time.monotonic() < deadline:
                 key = f"c{n}-{i}"
@@ -165,12 +165,7 @@ async def _load(url: str, seconds: float, clients: int, hostile_too: bool) -> di
                 i += 1
 
     async def hostile() -> None:
-        async with (
-            httpx2.AsyncClient(timeout=120) as http,
-            streamable_http_client(url, http_client=http) as (read, write, *_),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with _http_session(url) as session:
             while time.monotonic() < deadline:
                 await session.call_tool("show", {"id": "x" * 3_000_000})
                 await asyncio.sleep(1)
@@ -194,17 +189,9 @@ async def _load(url: str, seconds: float, clients: int, hostile_too: bool) -> di
 
 async def _probe(url: str, seconds: float) -> list[float]:
     """``list`` of one memory every 0.2 s for ``seconds``: each call's latency."""
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
     deadline = time.monotonic() + seconds
     latencies: list[float] = []
-    async with (
-        httpx2.AsyncClient(timeout=120) as http,
-        streamable_http_client(url, http_client=http) as (read, write, *_),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with _http_session(url) as session:
         while time.monotonic() < deadline:
             began = time.perf_counter()
             await session.call_tool("list", {"limit": 1})

@@ -32,7 +32,7 @@ from ramem_core.types import DEFAULT_K, Evidence, Kind, MemoryUnit, RecallFrame,
 from ramem_core.validation import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, check_moment
 from ramem_mcp import descriptions
 from ramem_mcp.arguments import short, strict
-from ramem_mcp.sharing import RELAYED_NAMESPACE, RESOURCES, TOOLS, Shared
+from ramem_mcp.sharing import RELAYED_NAMESPACE, Shared, method_of
 
 T = TypeVar("T")
 
@@ -490,7 +490,7 @@ def _through(shared: Shared, call: str, name: str, namespace: str) -> Callable[.
     """The function the SDK registers for tool (or resource) ``name`` of a shared memory: the
     signature of the :class:`Tools` method that runs it, the call passed to ``shared`` with
     the request's namespace (the token's over HTTP, else ``namespace``)."""
-    method = getattr(Tools, RESOURCES[name] if call == "resource" else TOOLS[name])
+    method = getattr(Tools, method_of(call, name))
     signature = inspect.signature(method)
 
     def through(**arguments: Any) -> Any:
@@ -534,8 +534,7 @@ def build_server(
         tools = Tools(memory, namespace or memory.namespace, clock)
 
         def fn(call: str, name: str) -> Callable[..., Any]:
-            method = RESOURCES[name] if call == "resource" else TOOLS[name]
-            return cast("Callable[..., Any]", getattr(tools, method))
+            return cast("Callable[..., Any]", getattr(tools, method_of(call, name)))
 
     auth, verifier = None, None
     if tokens:

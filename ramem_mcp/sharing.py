@@ -42,6 +42,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult
 
 from ramem_core.errors import MemoryInUseError, RaMemError
+from ramem_core.store.chroma import held_elsewhere
 
 if TYPE_CHECKING:
     from ramem_core import RaMem
@@ -103,12 +104,11 @@ def _reply(tools: Tools, request: dict[str, Any]) -> dict[str, Any]:
     name, arguments = request.get("name"), request.get("arguments")
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return {"error": "a relayed call needs a name and its arguments", "kind": "tool"}
-    method = RESOURCES.get(name) if request.get("call") == "resource" else TOOLS.get(name)
-    if method is None:
+    call = str(request.get("call"))
+    if name not in (RESOURCES if call == "resource" else TOOLS):
         return {"error": f"no tool or resource {name[:40]!r}", "kind": "tool"}
     try:
-        with relayed_namespace(str(request.get("namespace") or "") or None):
-            result = getattr(tools, method)(**arguments)
+        result = run(tools, call, name, arguments, str(request.get("namespace") or "") or None)
     except ResourceNotFoundError as exc:
         return {"error": str(exc), "kind": "not_found"}
     except (ToolError, RaMemError) as exc:
@@ -131,6 +131,20 @@ TOOLS = {
 """Each tool's name and the :class:`~ramem_mcp.server.Tools` method that runs it."""
 RESOURCES = {"memories": "memories", "memory": "one"}
 """Each resource's name and its method."""
+
+
+def method_of(call: str, name: str) -> str:
+    """The :class:`~ramem_mcp.server.Tools` method of tool ``name`` (``call`` "tool") or
+    resource ``name`` ("resource")."""
+    return (RESOURCES if call == "resource" else TOOLS)[name]
+
+
+def run(
+    tools: Tools, call: str, name: str, arguments: dict[str, Any], namespace: str | None
+) -> Any:
+    """Tool (or resource) ``name`` of ``tools`` with ``arguments``, for ``namespace``."""
+    with relayed_namespace(namespace):
+        return getattr(tools, method_of(call, name))(**arguments)
 
 
 class Owner:
@@ -335,7 +349,7 @@ class Shared:
                 raise ToolError(self._failed)
             tools, ticket = self.tools, self.ticket
             if tools is not None:
-                return self._here(tools, call, name, arguments, namespace)
+                return run(tools, call, name, arguments, namespace)
             assert ticket is not None
             request = {"call": call, "name": name, "arguments": arguments, "namespace": namespace}
             try:
@@ -355,14 +369,6 @@ class Shared:
             return _unpacked(call, reply)
         raise ToolError("the memory's owning server keeps going away")  # pragma: no cover
 
-    @staticmethod
-    def _here(
-        tools: Tools, call: str, name: str, arguments: dict[str, Any], namespace: str | None
-    ) -> Any:
-        method = RESOURCES[name] if call == "resource" else TOOLS[name]
-        with relayed_namespace(namespace):
-            return getattr(tools, method)(**arguments)
-
     def _take_over(self, stale: Ticket) -> None:
         """The owner of ``stale`` went away: own the memory now, or find who does."""
         with self._lock:
@@ -379,27 +385,6 @@ def _unpacked(call: str, reply: dict[str, Any]) -> Any:
         raise ToolError(str(reply["error"]))
     result = reply.get("result")
     return CallToolResult.model_validate(result) if call == "tool" else result
-
-
-def held_elsewhere(directory: Path) -> bool:
-    """Another process holds ``directory``'s lock (the one
-    :class:`~ramem_core.store.chroma.ChromaStore` takes): a relay finds it so at once, without
-    importing the store. ``False`` where it cannot tell (no lock file yet, not POSIX)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: RaMem.open says
-        return False
-    try:
-        fd = os.open(directory / ".ramem.lock", os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # a shared lock taken here is let go with it
-    return False
 
 
 def warm(memory: RaMem) -> None:

@@ -66,13 +66,13 @@ def gather(
         candidates = [*ranking.top(cfg.state_candidates, among=~snap.derived), *order]
         if kind_vectors is not None:
             kinds = kind_vectors.of(snap, candidates, frame.query, probe.vector)
-        found = chains(snap, candidates, cfg.replacement, kinds)
+        read = kinds or Kinds.of_words(snap, frame.query)
+        found = chains(snap, candidates, cfg.replacement, read)
         model = cfg.replacement
         # what is reordered for "now" is a state of one kind (or of the kind asked and one
         # not read): LoCoMo's and LongMemEval's lists lost turn@1 to pairs that are no states
         # (benchmarks/results/TUNING.md)
         chain, doubts = found.at(model.label), found.at(model.doubt)
-        read = kinds or Kinds.of_words(snap, frame.query)
         ordering = found.ordered(model.order, read.bits, read.asked)
     return Facts(
         snap,

@@ -14,7 +14,7 @@ list, right after its successor, labelled (:class:`~ramem_core.types.Supersessio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -58,12 +58,7 @@ class Chains:
 
     def at(self, threshold: float) -> dict[int, list[int]]:
         """The chains of the replacements at least ``threshold`` likely."""
-        out = {}
-        for row, found in self.later.items():
-            rows = [r for r, p, _ in found if p >= threshold]
-            if rows:
-                out[row] = rows
-        return out
+        return self._where(lambda row, later, p, kind: p >= threshold)
 
     def ordered(
         self, threshold: float, bits: npt.NDArray[np.int64], asked: int
@@ -73,13 +68,17 @@ class Chains:
         asks about a kind (``asked``, bits), between a statement of that kind and one whose
         kind was not read at all ("Ski week is Banff now" names no date, so no appointment;
         "Got the keys to a cottage in Haarlem" no home). ``bits``: each row's kinds."""
+        return self._where(
+            lambda row, later, p, kind: (
+                p >= threshold and (kind or _one_unread(int(bits[row]), int(bits[later]), asked))
+            )
+        )
+
+    def _where(self, keep: Callable[[int, int, float, bool], bool]) -> dict[int, list[int]]:
+        """Each chain cut to the later statements ``keep(row, later, p, one_kind)`` keeps."""
         out = {}
         for row, found in self.later.items():
-            rows = [
-                r
-                for r, p, kind in found
-                if p >= threshold and (kind or _one_unread(int(bits[row]), int(bits[r]), asked))
-            ]
+            rows = [r for r, p, kind in found if keep(row, r, p, kind)]
             if rows:
                 out[row] = rows
         return out

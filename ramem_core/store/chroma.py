@@ -171,6 +171,31 @@ def _sync_often(collection: Collection) -> None:
         log.warning("keeping collection %s's index sync setting: %s", collection.name, exc)
 
 
+LOCK_FILE = ".ramem.lock"
+"""The file in a memory directory whose advisory lock :class:`_DirectoryLock` holds."""
+
+
+def held_elsewhere(directory: Path) -> bool:
+    """Another open file holds ``directory``'s lock (:class:`_DirectoryLock`): another process
+    has the memory open. Read without importing Chroma (``ramem mcp`` relays at once).
+    ``False`` where it cannot tell (no lock file yet, not POSIX)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock (documented)
+        return False
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # a shared lock taken here is let go with it
+    return False
+
+
 class _DirectoryLock:
     """One process per local Chroma directory: an advisory lock, shared inside the process.
 
@@ -196,7 +221,7 @@ class _DirectoryLock:
             except ImportError:  # not POSIX: no lock (documented)
                 return key
             try:
-                fd = os.open(os.path.join(key, ".ramem.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+                fd = os.open(os.path.join(key, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:  # EMFILE: too many open files, EACCES, ...
                 msg = f"cannot open the memory directory {key}: {exc.strerror or exc}"
                 raise StoreError(msg) from exc

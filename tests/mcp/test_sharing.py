@@ -12,9 +12,10 @@ from mcp import Client
 
 from ramem_core import RaMem
 from ramem_core.errors import MemoryInUseError
+from ramem_core.store.chroma import held_elsewhere
 from ramem_mcp import build_server
 from ramem_mcp.server import Tools
-from ramem_mcp.sharing import TICKET, Owner, Shared, Ticket, _ask, held_elsewhere
+from ramem_mcp.sharing import TICKET, Owner, Shared, Ticket, _ask
 
 NOW = datetime(2024, 6, 10, 9, 0)
 
