@@ -305,34 +305,39 @@ class Shared:
             self._ready.set()
 
     def _own_or_find(self, stale: Ticket | None) -> None:
-        """Open the memory and serve it to the others; or, when another process holds it,
-        find that process's ticket (one other than ``stale``)."""
-        try:
-            if held_elsewhere(self.directory):  # found without importing the store
-                raise MemoryInUseError(str(self.directory))
-            memory = self._open()
-        except MemoryInUseError:
-            self.ticket = self._await_ticket(stale)
-            return
+        """Open the memory and serve it to the others; or, while another process holds it,
+        find that process's ticket (one other than ``stale``). Both are tried until one
+        holds: an owner that was killed may still hold the lock for a moment after its port
+        closed, and then nobody else will write a ticket."""
+        deadline = time.monotonic() + NEW_OWNER_WAIT
+        while True:
+            if not held_elsewhere(self.directory):  # found without importing the store
+                try:
+                    memory = self._open()
+                except MemoryInUseError:
+                    pass  # another relay got there first: its ticket follows
+                else:
+                    self._own(memory)
+                    return
+            ticket = Ticket.read(self.directory)
+            if ticket is not None and ticket != stale and _alive(ticket.pid):
+                self.ticket = ticket
+                return
+            if time.monotonic() >= deadline:
+                msg = (
+                    f"the memory at {self.directory} is open in another process that serves "
+                    f"no other host (no {TICKET} of a running ramem mcp): close it, or serve "
+                    "it with one `ramem mcp`"
+                )
+                raise MemoryInUseError(msg)
+            time.sleep(0.05)
+
+    def _own(self, memory: RaMem) -> None:
         self.memory = memory
         self.tools = self._tools_of(memory)
         self.owner = Owner(self.tools, self.directory).start()
         logger.info("ramem mcp owns %s and serves other hosts on it", self.directory)
         threading.Thread(target=warm, args=(memory,), name="ramem-warm", daemon=True).start()
-
-    def _await_ticket(self, stale: Ticket | None) -> Ticket:
-        deadline = time.monotonic() + NEW_OWNER_WAIT
-        while time.monotonic() < deadline:
-            ticket = Ticket.read(self.directory)
-            if ticket is not None and ticket != stale and _alive(ticket.pid):
-                return ticket
-            time.sleep(0.05)
-        msg = (
-            f"the memory at {self.directory} is open in another process that serves no other "
-            f"host (no {TICKET} of a running ramem mcp): close it, or serve it with one "
-            "`ramem mcp`"
-        )
-        raise MemoryInUseError(msg)
 
     # ------------------------------------------------------------------ calls
 

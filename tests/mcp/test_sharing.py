@@ -85,3 +85,26 @@ def test_a_directory_held_by_a_process_that_serves_no_one_is_said_so(tmp_path: P
         relay.start()
         with pytest.raises(Exception, match="serves no other host"):
             relay.call("tool", "list", {}, "me")
+
+
+def test_a_relay_owns_the_memory_when_the_dead_owners_lock_goes_after_its_port(
+    memory: RaMem, tmp_path: Path
+) -> None:
+    """A killed owner's port closes a moment before its lock is let go: the relay that finds
+    the lock still held must try again, not wait for a ticket nobody will write."""
+    import ramem_mcp.sharing as sharing
+
+    stale = Ticket(999_999_999, 1, "dead")  # a pid no process has
+    stale.write(tmp_path)
+    looks = iter([True, True])  # held at the first two looks, then let go
+    relay = Shared(tmp_path, lambda: memory, lambda m: Tools(m, "me", clock=lambda: NOW))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sharing, "held_elsewhere", lambda _: next(looks, False))
+        patch.setattr(sharing, "NEW_OWNER_WAIT", 5.0)
+        relay.start()
+        listed = relay.call("tool", "list", {}, "me")
+    try:
+        assert not listed.is_error
+        assert relay.role == "owner"
+    finally:
+        relay.close()
