@@ -415,6 +415,15 @@ PASSES = (
         lambda c: replace(c, restate_share=None),
         (("latest_first@10", None), ("turn@1", "knowledge-update")),
     ),
+    Pass(
+        "anchor-after",
+        lambda c: replace(c, anchor_after=False),
+        TEMPORAL,
+        elsewhere=(
+            "python benchmarks/bench_anchor.py: 'after X' scenarios, within_leads and"
+            " anchor_labelled against no-anchor-after"
+        ),
+    ),
     Pass("second-round", lambda c: replace(c, members=None), (("R@10", "multi-hop"),)),
     Pass(
         "state-kinds",

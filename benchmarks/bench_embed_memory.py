@@ -4,12 +4,16 @@ From the repository root::
 
     python benchmarks/bench_embed_memory.py
 
-onnxruntime keeps the memory of the largest forward pass for the life of the process. Each
-variant runs in a fresh process: the default (:data:`~ramem_core.embedding.TOKENS_PER_PASS`
-tokens a pass, at most 32 texts) and the old passes of 32 texts whatever their length; each
-embeds short messages (LoCoMo dev turns when present, else one written sentence), then 100
-pieces of a pasted document (1,000 characters each, the model's 256 tokens), three rounds,
-alternating. Reports seconds per round (median) and the resident memory after the long text.
+With its memory arena on, onnxruntime keeps the memory of the largest forward pass for the
+life of the process. Each variant runs in a fresh process: the default
+(:data:`~ramem_core.embedding.TOKENS_PER_PASS` tokens a pass, at most 32 texts, passes wider
+than :data:`~ramem_core.embedding.SHRINK_WIDTH` tokens shrinking onnxruntime's arena after
+them), the same with the arena kept, with no arena (:data:`~ramem_core.embedding.CPU_ARENA`),
+and the old passes of 32 texts whatever their length; each embeds short messages (LoCoMo dev
+turns when present, else one written sentence), then 100 pieces of a pasted document (1,000
+characters each, the model's 256 tokens), then the short messages again; three rounds,
+alternating.
+Reports seconds (median) and the resident memory after the long text and at the end.
 Writes ``benchmarks/results/bench_embed_memory.json``.
 """
 
@@ -25,7 +29,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "benchmarks" / "results" / "bench_embed_memory.json"
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo_dev.json"
-VARIANTS = {"tokens per pass 2048": 2_048, "32 texts a pass (before)": 10**9}
+VARIANTS = {
+    "default (wide passes shrink the arena)": (2_048, True, 64),
+    "arena kept": (2_048, True, 10**9),
+    "no arena": (2_048, False, 10**9),
+    "32 texts a pass, arena kept": (10**9, True, 10**9),
+}
+"""name -> (:data:`~ramem_core.embedding.TOKENS_PER_PASS`,
+:data:`~ramem_core.embedding.CPU_ARENA`, :data:`~ramem_core.embedding.SHRINK_WIDTH`); the
+first is the default."""
 ROUNDS = 3
 
 CHILD = r"""
@@ -33,6 +45,8 @@ import json, sys, time
 import ramem_core.embedding as embedding
 
 embedding.TOKENS_PER_PASS = int(sys.argv[1])
+embedding.CPU_ARENA = sys.argv[3] == "1"
+embedding.SHRINK_WIDTH = int(sys.argv[4])
 short = json.loads(sys.argv[2])
 line = "Sentence of a long pasted document about the quarterly plan and its budget. "
 long = [(line * 14)[:1000]] * 100
@@ -48,8 +62,9 @@ loaded = rss()
 began = time.perf_counter(); e.embed(short); short_s = time.perf_counter() - began
 began = time.perf_counter(); e.embed(long); long_s = time.perf_counter() - began
 after = rss()
+began = time.perf_counter(); e.embed(short); again_s = time.perf_counter() - began
 print(json.dumps({"loaded_mb": loaded, "after_long_mb": after, "short_s": short_s,
-                  "long_s": long_s}))
+                  "long_s": long_s, "short_after_s": again_s, "end_mb": rss()}))
 """
 
 
@@ -71,9 +86,10 @@ def main() -> None:
     texts = short_texts()
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
     for n in range(ROUNDS):
-        for name, tokens in VARIANTS.items():
+        for name, (tokens, arena, shrink) in VARIANTS.items():
+            child = [str(tokens), json.dumps(texts), str(int(arena)), str(shrink)]
             done = subprocess.run(
-                [sys.executable, "-c", CHILD, str(tokens), json.dumps(texts)],
+                [sys.executable, "-c", CHILD, *child],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -84,9 +100,12 @@ def main() -> None:
     for name, rs in runs.items():
         table[name] = {k: round(statistics.median(r[k] for r in rs), 3) for k in rs[0]}
         table[name]["kept_mb"] = round(table[name]["after_long_mb"] - table[name]["loaded_mb"], 1)
-    print(f"\n{'variant':28} {'short s':>8} {'long s':>8} {'kept MB':>8}")
+    print(f"\n{'variant':40} {'short s':>8} {'long s':>8} {'kept MB':>8} {'end MB':>8}")
     for name, row in table.items():
-        print(f"{name:28} {row['short_s']:8.3f} {row['long_s']:8.3f} {row['kept_mb']:8.1f}")
+        end = row["end_mb"] - row["loaded_mb"]
+        print(
+            f"{name:40} {row['short_s']:8.3f} {row['long_s']:8.3f} {row['kept_mb']:8.1f} {end:8.1f}"
+        )
     result = {
         "command": "python benchmarks/bench_embed_memory.py",
         "short_texts": len(texts),

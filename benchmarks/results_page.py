@@ -392,6 +392,23 @@ def states_section() -> list[str]:
             for run, entry in events["runs"].items()
         ]
         lines += table(["run", "event_held", "event_first", "window_leads"], rows)
+    if (RESULTS / "bench_anchor.json").exists():
+        anchor = load("bench_anchor.json")
+        measures = ("grounded", "within_leads", "anchor_first", "anchor_labelled", "anchor_within")
+        lines += [
+            "",
+            produced_by(anchor["command"]) + " 60 questions about what happened after (40) or "
+            "before (20) an event X the user told of: `grounded`, the relation found X's "
+            "message; `within_leads`, a message on the asked side of X first; `anchor_first`, "
+            "X first; `anchor_labelled`, X shown as the anchor; `anchor_within`, X told it lies "
+            "within the relation (each over all 60, the last two where X is shown).",
+            "",
+        ]
+        rows = [
+            [run, *(num(entry["table"]["all"][m]) for m in measures)]
+            for run, entry in anchor["runs"].items()
+        ]
+        lines += table(["run", *measures], rows)
     return lines
 
 

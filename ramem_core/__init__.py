@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         RaMemError,
         StoreError,
         UncertainWriteError,
+        WriteCancelledError,
     )
     from ramem_core.frames import LLMFrameInducer, RuleFrameInducer
     from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
@@ -128,6 +129,7 @@ __all__ = [
     "Transfer",
     "Turn",
     "UncertainWriteError",
+    "WriteCancelledError",
     "__version__",
     "conversation_from_dict",
     "default_path",
@@ -192,6 +194,7 @@ _WHERE: dict[str, str] = {
     "Transfer": "ramem_core.transfer",
     "Turn": "ramem_core.types",
     "UncertainWriteError": "ramem_core.errors",
+    "WriteCancelledError": "ramem_core.errors",
     "conversation_from_dict": "ramem_core.loaders",
     "default_path": "ramem_core.memory",
     "load_conversations": "ramem_core.loaders",

@@ -123,6 +123,7 @@ class MiniLMEmbedder:
         self.threads = threads if threads is not None else _cpus()
         self.spin = spin
         self._session: Any = None
+        self._shrinking: Any = None
         self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
 
@@ -140,11 +141,15 @@ class MiniLMEmbedder:
                 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                 options.intra_op_num_threads = self.threads
                 options.log_severity_level = 3
+                options.enable_cpu_mem_arena = CPU_ARENA
                 if not self.spin:
                     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 self._session = ort.InferenceSession(
                     str(_model_path()), sess_options=options, providers=["CPUExecutionProvider"]
                 )
+                shrinking = ort.RunOptions()  # a wide pass's memory goes back after it
+                shrinking.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+                self._shrinking = shrinking
                 self._tokenizer = tokenizer
             return self._session, self._tokenizer
 
@@ -164,7 +169,8 @@ class MiniLMEmbedder:
             width = int(lengths[chunk[-1]])  # the chunk's longest: its padding, cut off here
             ids, mask = all_ids[chunk, :width], all_mask[chunk, :width]
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = session.run(None, feeds)[0]
+            options = self._shrinking if width > SHRINK_WIDTH else None
+            hidden = session.run(None, feeds, options)[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             out[chunk] = normalize(pooled)
@@ -177,6 +183,16 @@ of a pasted document at the model's 256. onnxruntime keeps the largest pass's me
 process's life: at 32 x 256 that was 840 MB more than the model (issue 55: a server's memory
 never came back after a large ``remember``), at 8 x 256 it is 220 MB, and no text is slower
 (``python benchmarks/bench_embed_memory.py``)."""
+
+
+CPU_ARENA = True
+"""Whether onnxruntime keeps a memory arena for its passes (its default; the benchmark's
+"no arena" variant turns it off: long texts 18% slower, ``python
+benchmarks/bench_embed_memory.py``)."""
+SHRINK_WIDTH = 64
+"""A pass wider than this many tokens (a long text's pieces; a chat message is rarely a third
+of it) gives its arena memory back when it ends; narrower passes keep the arena as it is (its
+speed). A design limit, measured in ``python benchmarks/bench_embed_memory.py``."""
 
 
 def _batches(
@@ -295,3 +311,47 @@ class RecentQueries:
         """Drop every held vector (a benchmark times questions as if first asked)."""
         with self._lock:
             self._vectors.clear()
+
+
+FIXED_VECTORS = "fixed_vectors.npz"
+"""The default embedder's vectors of RaMem's own fixed sentences (the kinds of state's
+prototypes), written by ``benchmarks/write_fixed_vectors.py`` with that embedder: a process's
+first recall reads them instead of embedding them (a fifth of a second on two cores)."""
+
+
+def _base(embedder: Embedder) -> Embedder:
+    """``embedder`` without its caching wrappers (:class:`CachedEmbedder`,
+    :class:`RecentQueries`)."""
+    while isinstance(embedder, CachedEmbedder | RecentQueries):
+        embedder = embedder.inner
+    return embedder
+
+
+def fixed_vectors(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    """``embedder``'s vectors of ``texts``, RaMem's own fixed sentences: read from
+    :data:`FIXED_VECTORS` when ``embedder`` is the default one and the file holds every text
+    (made by that model file, :data:`MODEL_SHA256`), else embedded."""
+    if type(_base(embedder)) is MiniLMEmbedder:  # a subclass may embed otherwise
+        shipped = _shipped_vectors()
+        if all(t in shipped for t in texts):
+            return np.stack([shipped[t] for t in texts]).astype(np.float32)
+    return np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+
+
+_SHIPPED: dict[str, npt.NDArray[np.float32]] | None = None
+
+
+def _shipped_vectors() -> dict[str, npt.NDArray[np.float32]]:
+    global _SHIPPED
+    if _SHIPPED is None:
+        path = resources.files("ramem_core") / "_data" / FIXED_VECTORS
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        try:
+            with path.open("rb") as file, np.load(file, allow_pickle=False) as data:
+                if str(data["model"]) == MODEL_SHA256:
+                    vectors = np.asarray(data["vectors"], dtype=np.float32)
+                    found = dict(zip(data["texts"].tolist(), vectors, strict=True))
+        except Exception:  # no file, another model's, a damaged one: the texts are embedded
+            found = {}
+        _SHIPPED = found
+    return _SHIPPED

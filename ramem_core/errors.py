@@ -95,6 +95,11 @@ class UncertainWriteError(StoreError):
         self.idempotency_key = idempotency_key
 
 
+class WriteCancelledError(RaMemError):
+    """A write its caller cancelled before it reached the store: nothing was stored (a
+    retry stores it anew)."""
+
+
 class ModelUnavailableError(RaMemError):
     """A model or data file RaMem needs is not installed."""
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+import numpy as np
+import numpy.typing as npt
+
 from ramem_core.anchoring import unit_id
-from ramem_core.errors import InvalidInputError, UncertainWriteError
+from ramem_core.errors import InvalidInputError, UncertainWriteError, WriteCancelledError
 from ramem_core.index.freshness import Freshness
 from ramem_core.index.snapshot import SessionState
 from ramem_core.protocols import Anchorer, Embedder, Store
@@ -40,6 +43,17 @@ from ramem_core.validation import (
     check_text,
     visible,
 )
+
+CANCEL_PIECES = 16
+"""A cancellable turn's pieces are embedded this many at a time (about 4,000 tokens, a second
+or two on two cores), so a cancel is honoured within one such pass (a design limit, not
+fitted)."""
+
+
+def _go_on(cancelled: Callable[[], bool] | None) -> None:
+    """Raise :class:`~ramem_core.errors.WriteCancelledError` once ``cancelled`` says so."""
+    if cancelled is not None and cancelled():
+        raise WriteCancelledError("the write was cancelled before it was stored: nothing stored")
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,20 +231,28 @@ class LiveSessions:
         self._lock = lock
         self._ended: set[tuple[str, str, str]] = set()  # live sessions closed by end()
 
-    def record(self, namespace: str, turn: LiveTurn, *, new_session: bool = False) -> MemoryUnit:
+    def record(
+        self,
+        namespace: str,
+        turn: LiveTurn,
+        *,
+        new_session: bool = False,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> MemoryUnit:
         """Store a checked turn (see :meth:`ramem_core.RaMem.add_turn`); returns its first
-        memory."""
-        if turn.idempotent:  # stored already?
-            ids = [turn_unit_id(turn, namespace), legacy_turn_id(turn)]
-            stored = self.store.get(namespace, ids=ids)
-            if stored:
-                return min(stored, key=lambda unit: ids.index(unit.id))
+        memory. ``cancelled`` is asked between the embedder's passes over a long turn's pieces
+        and last just before the write: once it says so, nothing is stored
+        (:class:`~ramem_core.errors.WriteCancelledError`)."""
+        stored = self._stored(namespace, turn)
+        if stored is not None:
+            return stored
+        _go_on(cancelled)
         # anchoring and embedding take most of the time (an LLM anchorer far more): they run
         # outside the lock, on a draft whose session is placed below
         held = self.latest(namespace, turn.conversation_id)
         speakers = dict.fromkeys([*(held.speakers if held else ()), turn.speaker])
         drafts = self.anchorer.anchor(turn.draft(tuple(speakers)))  # a long turn: pieces
-        vectors = self.embedder.embed([d.content for d in drafts])
+        vectors = self._embed([d.content for d in drafts], cancelled)
         with self._lock:
             # other threads, and other writers, may have moved on: their turns as stored now
             held = self.latest(namespace, turn.conversation_id, fresh=True)
@@ -239,6 +261,12 @@ class LiveSessions:
             )
             where = place(held, turn, gap=self.session_gap, new_session=new_session, ended=ended)
             units = placed(drafts, turn, where, namespace)
+            # a retry of this key may have raced it here (its first try abandoned by a cancel
+            # while it wrote): the first write stands
+            stored = self._stored(namespace, turn)
+            if stored is not None:
+                return stored
+            _go_on(cancelled)  # the last moment a cancel stores nothing
             try:
                 # all or nothing; the fresh read above stands for the others' writes
                 self.snapshots.write(namespace, units, vectors, new_ids=True, read_before=True)
@@ -247,6 +275,27 @@ class LiveSessions:
                     str(exc), ids=exc.ids, idempotency_key=turn.key
                 ) from exc.__cause__
             return units[0]
+
+    def _stored(self, namespace: str, turn: LiveTurn) -> MemoryUnit | None:
+        """The memory of a turn whose idempotency key was stored already, else ``None``."""
+        if not turn.idempotent:
+            return None
+        ids = [turn_unit_id(turn, namespace), legacy_turn_id(turn)]
+        stored = self.store.get(namespace, ids=ids)
+        return min(stored, key=lambda unit: ids.index(unit.id)) if stored else None
+
+    def _embed(
+        self, texts: list[str], cancelled: Callable[[], bool] | None
+    ) -> npt.NDArray[np.float32]:
+        """``texts``' vectors; with ``cancelled``, :data:`CANCEL_PIECES` at a time, asking it
+        before each pass."""
+        if cancelled is None or len(texts) <= 1:
+            return self.embedder.embed(texts)
+        parts = []
+        for start in range(0, len(texts), CANCEL_PIECES):
+            _go_on(cancelled)
+            parts.append(self.embedder.embed(texts[start : start + CANCEL_PIECES]))
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def latest(
         self, namespace: str, conversation_id: str, *, fresh: bool = False

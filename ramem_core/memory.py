@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -32,7 +32,7 @@ from ramem_core.store.chroma import ChromaStore, check_namespace
 from ramem_core.store.opening import Reach, default_path, open_store
 from ramem_core.synthesis import Answer, ContextBlock, answer, fit_budget
 from ramem_core.transfer import Transfer
-from ramem_core.twins import in_thread
+from ramem_core.twins import cancellable_in_thread, in_thread
 from ramem_core.types import (
     DEFAULT_K,
     Conversation,
@@ -299,6 +299,7 @@ class RaMem:
         new_session: bool = False,
         kind: Kind | None = None,
         idempotency_key: str | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> MemoryUnit:
         """Record one message as it arrives (agents); returns its memory (the first piece of
         a long one). A session opens after a pause longer than ``session_gap``, or with
@@ -306,11 +307,15 @@ class RaMem:
         ``idempotency_key`` (your chat system's message id; after an
         :class:`~ramem_core.errors.UncertainWriteError`, its ``idempotency_key``) a retry
         stores nothing. ``kind``: a question or an assistant's reply is stored without an
-        event time and never outranks a statement it restates or asks about.
+        event time and never outranks a statement it restates or asks about. ``cancelled``
+        (e.g. ``event.is_set`` of a ``threading.Event`` your request's cancellation sets) is
+        asked while a long message is embedded and just before the write: once it returns
+        true, nothing is stored and :class:`~ramem_core.errors.WriteCancelledError` is raised.
 
         Raises:
             InvalidInputError: a bad ``at``, an empty or oversized turn, a speaker that is not
                 a one-line name; nothing is written then.
+            WriteCancelledError: ``cancelled`` said so before the write; nothing is written.
         """
         ns = self._ns(namespace)
         turn = check_turn(
@@ -322,7 +327,10 @@ class RaMem:
             kind=kind,
             idempotency_key=idempotency_key,
         )
-        return self.live.record(ns, turn, new_session=new_session)
+        if cancelled is not None and not callable(cancelled):
+            msg = f"cancelled must be a function that says whether to stop, got {cancelled!r}"
+            raise InvalidInputError(msg)
+        return self.live.record(ns, turn, new_session=new_session, cancelled=cancelled)
 
     def add_exchange(
         self,
@@ -501,7 +509,7 @@ class RaMem:
     aadd_conversations = in_thread(add_conversations)
     aadd_units = in_thread(add_units)
     aadd_file = in_thread(add_file)
-    aadd_turn = in_thread(add_turn)
+    aadd_turn = cancellable_in_thread(add_turn)
     aadd_exchange = in_thread(add_exchange)
     aend_session = in_thread(end_session)
     adelete = in_thread(delete)

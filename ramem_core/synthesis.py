@@ -140,8 +140,11 @@ def validity(evidence: Evidence) -> list[tuple[str, str]]:
     since when ("superseded", said as a possibility: statements that replace nothing are
     linked too), and
     for a memory the second round added, the member of the set asked about it names
-    ("member")."""
+    ("member"), and for the memory that tells of a before/after relation's anchor event, that
+    it is the point the relation is measured from ("anchor")."""
     out = []
+    if evidence.anchor is not None:
+        out.append(("anchor", f"the point {evidence.anchor!r} is measured from"))
     if evidence.satisfied:
         out.append(("valid", "; ".join(evidence.satisfied)))
     if evidence.superseded is not None:
@@ -186,6 +189,8 @@ def evidence_metadata(evidence: Evidence) -> dict[str, Scalar]:
     }
     if evidence.said is not None:
         meta["said_at"] = evidence.said.isoformat()
+    if evidence.anchor is not None:
+        meta["anchor_of"] = evidence.anchor
     if evidence.member is not None:
         meta["member"] = evidence.member.word
         meta["member_of"] = evidence.member.kind

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -23,4 +24,37 @@ def in_thread(
         return await asyncio.to_thread(getattr(self, method.__name__), *args, **kwargs)
 
     twin.__doc__ = f":meth:`{method.__name__}` in a worker thread.\n\n{method.__doc__}"
+    return twin
+
+
+def cancellable_in_thread(
+    method: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """:func:`in_thread` for a write that takes ``cancelled=``: when the awaiting task is
+    cancelled, the write in the worker thread is told so (it stores nothing if it has not
+    begun writing; a ``cancelled`` passed in is asked too)."""
+
+    @functools.wraps(method)
+    async def twin(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        stop = threading.Event()
+        asked = kwargs.pop("cancelled", None)
+        if asked is not None and not callable(asked):
+            kwargs["cancelled"] = asked  # refused by the method, naming it
+            return await asyncio.to_thread(getattr(self, method.__name__), *args, **kwargs)
+        also: Callable[[], object] | None = asked
+
+        def cancelled() -> bool:
+            return stop.is_set() or (also is not None and bool(also()))
+
+        call = functools.partial(getattr(self, method.__name__), cancelled=cancelled)
+        try:
+            return await asyncio.to_thread(call, *args, **kwargs)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
+
+    twin.__doc__ = (
+        f":meth:`{method.__name__}` in a worker thread. Cancelling the task cancels the write"
+        f" if it has not begun.\n\n{method.__doc__}"
+    )
     return twin

@@ -347,6 +347,9 @@ class Evidence:
             names (:class:`Member`).
         said: when the memory itself was said (its own turn's time; ``unit`` carries its
             whole session's span), if known.
+        anchor: the question's before/after relation ("after the hospital visit") whose
+            anchor event this memory tells of: the point the relation is measured from, not
+            a memory within it.
     """
 
     unit: MemoryUnit
@@ -359,6 +362,7 @@ class Evidence:
     superseded: Supersession | None = None
     member: Member | None = None
     said: datetime | None = None
+    anchor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

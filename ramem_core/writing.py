@@ -65,6 +65,7 @@ class Writer:
         if units:
             with self.lock:
                 new_units = self.snapshots.write(namespace, units, matrix)
+            self.snapshots.prepare(namespace, len(units))  # the first recall reads its file
         return IngestReport(
             conversations=len(conversations),
             sessions=sum(len(c.sessions) for c in conversations),

@@ -8,13 +8,18 @@ the server's namespace is used.
 
 # no ``from __future__ import annotations``: the MCP SDK reads the tools' signatures at run time
 
+import contextvars
+import functools
 import hmac
 import inspect
 import json
+import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, TypeVar, cast
 
+import anyio
+import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -35,6 +40,11 @@ from ramem_mcp.arguments import short, strict
 from ramem_mcp.sharing import RELAYED_NAMESPACE, Shared, method_of
 
 T = TypeVar("T")
+
+CANCELLED: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar(
+    "ramem_mcp_cancelled", default=None
+)
+"""Says whether the request a tool serves was cancelled (:func:`_cancellable`)."""
 
 CONVERSATION = "mcp"
 """The conversation id live turns remembered through MCP are stored under."""
@@ -87,6 +97,13 @@ class Found(Memory):
         default=None, description="a later statement of the same kind that may have replaced it"
     )
     member: str | None = Field(default=None, description="the member of a set asked about")
+    anchor_of: str | None = Field(
+        default=None,
+        description=(
+            "the question's before/after phrase this memory is the anchor of (the point"
+            " 'after ...' is measured from), not a memory within it"
+        ),
+    )
 
 
 class FrameTime(BaseModel):
@@ -182,6 +199,7 @@ def _found(evidence: Evidence) -> Found:
         valid=list(evidence.satisfied),
         superseded=superseded,
         member=evidence.member.word if evidence.member is not None else None,
+        anchor_of=evidence.anchor,
     )
 
 
@@ -359,6 +377,7 @@ class Tools:
                 namespace=self._ns(),
                 kind=kind,
                 idempotency_key=idempotency_key,
+                cancelled=CANCELLED.get(),
             )
         )
         said = _iso(said_at(unit)) or _iso(moment) or ""
@@ -486,6 +505,29 @@ class RaMemServer(MCPServer):
         return await super().read_resource(uri, context)
 
 
+def _cancellable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Tool ``fn`` (a function the SDK would run in a worker thread it waits for to the
+    end) as an async tool that runs it in a worker thread of its own and, when the request
+    is cancelled (``notifications/cancelled``, or the client going away), answers at once and
+    tells the work through :data:`CANCELLED`: a ``remember`` not yet written stores nothing."""
+
+    @functools.wraps(fn)
+    async def tool(**arguments: Any) -> Any:
+        stop = threading.Event()
+        token = CANCELLED.set(stop.is_set)
+        try:
+            return await anyio.to_thread.run_sync(
+                functools.partial(fn, **arguments), abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            stop.set()
+            raise
+        finally:
+            CANCELLED.reset(token)
+
+    return tool
+
+
 def _through(shared: Shared, call: str, name: str, namespace: str) -> Callable[..., Any]:
     """The function the SDK registers for tool (or resource) ``name`` of a shared memory: the
     signature of the :class:`Tools` method that runs it, the call passed to ``shared`` with
@@ -570,7 +612,10 @@ def build_server(
             ToolAnnotations(destructive_hint=True, open_world_hint=False),
         ),
     ):
-        server.add_tool(fn("tool", name), name=name, description=text, annotations=hints)
+        tool = fn("tool", name)
+        if name == "remember":
+            tool = _cancellable(tool)
+        server.add_tool(tool, name=name, description=text, annotations=hints)
     server.resource(
         "ramem://memories",
         name="memories",

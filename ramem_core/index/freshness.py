@@ -188,6 +188,21 @@ class Freshness:
                 self._remember(namespace, entry)
         return entry.snap
 
+    def prepare(self, namespace: str, written: int) -> None:
+        """After a bulk write of ``written`` memories (an import, a conversation file): when
+        snapshot files are kept for that many, and no snapshot of the namespace is held, build
+        it now and write its file, so that the first recall, in this process or the next, reads
+        the file instead of rebuilding the snapshot from the store (seconds per 10k memories)."""
+        if self.files is None or written < max(self.files.min_memories, 1):
+            return
+        with self._lock:
+            if namespace in self._snapshots:
+                return  # the write was folded into it
+        try:
+            self.get(namespace)
+        except Exception as exc:  # the write is stored: a failed build is the next read's
+            log.warning("could not build the snapshot of %r after a write: %s", namespace, exc)
+
     def read(self, namespace: str, read: Callable[[Snapshot], R], *, fresh: bool = False) -> R:
         """``read`` of the namespace's snapshot: an empty one where nothing was ever stored
         (a new user's reads are empty, and a read never creates a namespace). A snapshot whose

@@ -42,6 +42,12 @@ class RetrievalConfig:
             is not inside ("after the trip" is not the trip). Off: chosen by
             ``benchmarks/tune_retrieval.py``. The "why valid" labels never count the
             padding or the anchor's session either way.
+        anchor_after: the memory that tells of a before/after relation's anchor event ("the
+            hospital visit" of "after the hospital visit") is labelled as the point the
+            relation is measured from, never valid for it, and follows the memories within
+            the window (:class:`~ramem_core.retrieval.passes.AnchorAfter`). A behaviour the
+            benchmarks do not score: kept on ``benchmarks/bench_anchor.py``, its cost read by
+            the audit.
         derived_last: a question or an assistant's reply (:class:`~ramem_core.types.Kind`)
             never outranks a statement in the list that it restates or asks about: one whose
             vector's cosine with its own is at least this; it moves to just after that
@@ -110,6 +116,7 @@ class RetrievalConfig:
     derived_yield: bool = True
     derived_yield_all: bool = False
     exclude_anchor: bool = False
+    anchor_after: bool = True
     fusion: Fusion | None = LEARNED_FUSION
     supersession: bool = True
     replacement: Replacement = LEARNED_REPLACEMENT

@@ -20,6 +20,13 @@ def _with_held(satisfied: tuple[str, ...], held: str | None) -> tuple[str, ...]:
     return (*satisfied, held)
 
 
+def _not_within(satisfied: tuple[str, ...], relation: str | None) -> tuple[str, ...]:
+    """What an anchor memory satisfies, without the relation it is the anchor of."""
+    if relation is None:
+        return satisfied
+    return tuple(s for s in satisfied if f"within {relation!r}" not in s)
+
+
 def evidence(picks: Sequence[Pick], facts: Facts, *, dense: bool) -> list[Evidence]:
     """``picks`` as evidence, best first: a valid memory's score is its fused score plus 1,
     and a memory never scores above the one before it (a question or reply moved after its
@@ -44,10 +51,13 @@ def evidence(picks: Sequence[Pick], facts: Facts, *, dense: bool) -> list[Eviden
                 dense_score=float(cosines[row]) if cosines is not None else None,
                 lexical_score=lexical if lexical > 0 else None,
                 contextual=pick.valid,
-                satisfied=_with_held(conditions.satisfied(unit), pick.held),
+                satisfied=_not_within(
+                    _with_held(conditions.satisfied(unit), pick.held), pick.anchor
+                ),
                 superseded=supersession(snap, row, successor, facts.kinds),
                 member=pick.member,
                 said=from_epoch(int(said_at[row])) if said_at[row] else None,
+                anchor=pick.anchor,
             )
         )
     return out

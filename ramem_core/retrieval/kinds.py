@@ -23,6 +23,7 @@ from importlib import resources
 import numpy as np
 import numpy.typing as npt
 
+from ramem_core.embedding import fixed_vectors
 from ramem_core.index import products
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.protocols import Embedder
@@ -204,7 +205,7 @@ class KindVectors:
         with self._lock:
             if self._vectors is None or self._neutral is None:
                 texts = [t for texts in PROTOTYPES.values() for t in texts]
-                both = np.asarray(self.embedder.embed([*texts, *NEUTRAL]), dtype=np.float32)
+                both = fixed_vectors(self.embedder, [*texts, *NEUTRAL])
                 self._vectors, self._neutral = both[: len(texts)], both[len(texts) :]
         if not len(vectors):
             return np.zeros(0, dtype=np.int64)

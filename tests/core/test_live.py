@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from ramem_core import EpisodicContext, Granularity, Kind, MemoryUnit, RaMem, TimeSpan
-from ramem_core.errors import InvalidInputError
+from ramem_core.errors import InvalidInputError, WriteCancelledError
 from ramem_core.index.snapshot import SessionState
-from ramem_core.live import check_turn, place, placed, turn_unit_id
+from ramem_core.live import CANCEL_PIECES, check_turn, place, placed, turn_unit_id
+from ramem_core.testing import HashEmbedder
 
 AT = datetime(2024, 3, 1, 10, 0)
 HOUR = timedelta(hours=1)
@@ -134,3 +141,75 @@ def test_turns_get_keys_of_their_own_and_bad_ones_are_refused() -> None:
         check_turn("user", "Hi", at=AT, conversation_id="c", kind="statement")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="nothing but echoed"):
         check_turn("assistant", "<memory>x</memory>", at=AT, conversation_id="c", kind=Kind.REPLY)
+
+
+class _Counting(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.passes: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.passes.append(len(texts))
+        return super().embed(texts)
+
+
+def test_a_cancelled_turn_stores_nothing_and_stops_between_passes(memory: RaMem) -> None:
+    with pytest.raises(WriteCancelledError, match="nothing stored"):
+        memory.add_turn("user", "I adopted a cat", at=AT, cancelled=lambda: True)
+    assert memory.count() == 0
+    # a long message: its pieces are embedded CANCEL_PIECES at a time, and a cancel that
+    # comes after the first pass stops it there
+    counting = _Counting()
+    long = RaMem.ephemeral(embedder=counting)
+    text = " ".join(f"Sentence number {i} says something about the garden." for i in range(900))
+    asked: list[int] = []
+
+    def cancelled() -> bool:
+        asked.append(len(counting.passes))
+        return len(counting.passes) >= 1
+
+    with pytest.raises(WriteCancelledError):
+        long.add_turn("user", text, at=AT, cancelled=cancelled)
+    assert counting.passes == [CANCEL_PIECES]
+    assert long.count() == 0
+    stored = long.add_turn("user", text, at=AT, cancelled=lambda: False)  # not cancelled
+    assert long.count() > CANCEL_PIECES
+    assert stored.content.startswith("user: Sentence number 0")
+    long.close()
+
+
+async def test_cancelling_aadd_turn_cancels_its_write(memory: RaMem) -> None:
+    gate, entered = threading.Event(), threading.Event()
+    embed = memory.live.embedder.embed
+
+    def held(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        entered.set()
+        gate.wait(10)
+        return embed(texts)
+
+    memory.live.embedder = SimpleNamespace(embed=held)  # type: ignore[assignment]
+    record, ended = memory.live.record, threading.Event()
+
+    def watched(*args: object, **kwargs: object) -> MemoryUnit:
+        try:
+            return record(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            ended.set()
+
+    memory.live.record = watched  # type: ignore[method-assign]
+    task = asyncio.ensure_future(memory.aadd_turn("user", "I adopted a cat", at=AT))
+    await asyncio.to_thread(entered.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gate.set()
+    assert await asyncio.to_thread(ended.wait, 10)  # the worker thread is done
+    memory.live.embedder = SimpleNamespace(embed=embed)  # type: ignore[assignment]
+    assert memory.count() == 0
+    with pytest.raises(InvalidInputError, match="cancelled must be a function"):
+        await memory.aadd_turn(
+            "user",
+            "I adopted a cat",
+            at=AT,
+            cancelled=threading.Event(),  # type: ignore[arg-type]
+        )

@@ -48,9 +48,9 @@ def test_a_long_text_is_embedded_in_passes_of_bounded_size(embedder: MiniLMEmbed
     run = session.run
 
     class Spy:
-        def run(self, outputs: object, feeds: dict[str, np.ndarray]) -> object:
+        def run(self, outputs: object, feeds: dict[str, np.ndarray], options: object) -> object:
             shapes.append(feeds["input_ids"].shape)
-            return run(outputs, feeds)
+            return run(outputs, feeds, options)
 
     embedder._session = Spy()
     try:
@@ -129,3 +129,62 @@ def test_a_tampered_model_file_is_refused_naming_the_file_and_both_digests(
     good.write_bytes(b"v2, longer")
     with pytest.raises(ModelUnavailableError):
         embedding.check_model(good, digest)
+
+
+def test_the_embedder_gives_a_long_texts_memory_back(embedder: MiniLMEmbedder) -> None:
+    """A pass wider than ``SHRINK_WIDTH`` (a long text's pieces) runs with onnxruntime's arena
+    shrinkage, so its memory is not kept for the process's life; chat messages keep the
+    arena's speed (measured in ``benchmarks/bench_embed_memory.py``)."""
+    from ramem_core.embedding import SHRINK_WIDTH
+
+    session, _ = embedder._load()
+    seen: list[tuple[int, object]] = []
+    run = session.run
+
+    class Spy:
+        def run(self, outputs: object, feeds: dict[str, np.ndarray], options: object) -> object:
+            seen.append((feeds["input_ids"].shape[1], options))
+            return run(outputs, feeds, options)
+
+    embedder._session = Spy()
+    try:
+        embedder.embed(["I met a friend for coffee."])
+        embedder.embed(["A long pasted document. " * 60])
+    finally:
+        embedder._session = session
+    (narrow, kept), (wide, shrunk) = sorted(seen, key=lambda s: s[0])
+    assert narrow <= SHRINK_WIDTH < wide
+    assert kept is None
+    assert shrunk is not None
+    entry = shrunk.get_run_config_entry  # type: ignore[attr-defined]
+    assert entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
+
+
+def test_the_fixed_sentences_vectors_are_shipped_and_are_the_embedders(
+    embedder: MiniLMEmbedder,
+) -> None:
+    """The kinds' prototypes are read from the shipped file (a fresh process's first recall
+    does not embed them), and the file is what the model makes of them: a changed sentence
+    or model is caught here (run ``benchmarks/write_fixed_vectors.py``)."""
+    from ramem_core.embedding import RecentQueries, fixed_vectors
+    from ramem_core.retrieval.kinds import NEUTRAL, PROTOTYPES
+    from ramem_core.testing import HashEmbedder
+
+    texts = [*(t for group in PROTOTYPES.values() for t in group), *NEUTRAL]
+
+    def refusing(texts: object) -> np.ndarray:
+        raise AssertionError("the fixed sentences were embedded")
+
+    from ramem_core.retrieval.kinds import KindVectors
+
+    default = MiniLMEmbedder()
+    default.embed = refusing  # type: ignore[method-assign]
+    KindVectors(RecentQueries(default), 0.3).bits(np.zeros((1, 384), dtype=np.float32))
+    shipped = fixed_vectors(RecentQueries(default), texts)
+    assert shipped.shape == (len(texts), 384)
+    assert np.allclose(shipped, embedder.embed(texts), atol=1e-5)
+    # another embedder's, or a sentence the file lacks: embedded
+    hashed = HashEmbedder(dimension=384)
+    assert np.array_equal(fixed_vectors(hashed, texts[:2]), hashed.embed(texts[:2]))
+    other = ["A sentence no release of RaMem ships."]
+    assert np.allclose(fixed_vectors(embedder, other), embedder.embed(other), atol=1e-6)

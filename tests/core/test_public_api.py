@@ -83,6 +83,7 @@ def test_errors_form_one_hierarchy() -> None:
         "InvalidInputError",
         "StoreError",
         "UncertainWriteError",
+        "WriteCancelledError",
         "ModelUnavailableError",
     ):
         assert issubclass(getattr(ramem_core, name), ramem_core.RaMemError)
@@ -103,8 +104,8 @@ SURFACE = {
         *("RecentQueries", "Relation", "RetrievalConfig", "Retriever", "RuleAnchorer"),
         *("RuleFrameInducer", "ServerSettings", "Session", "Store", "StoreError"),
         *("Supersession", "TimeConstraint", "TimeMention", "TimeSpan", "TokenCounter"),
-        *("Transfer", "Turn", "UncertainWriteError", "__version__", "conversation_from_dict"),
-        *("default_path", "load_conversations"),
+        *("Transfer", "Turn", "UncertainWriteError", "WriteCancelledError", "__version__"),
+        *("conversation_from_dict", "default_path", "load_conversations"),
     ],
     "langchain_ramem": [
         *("LangChainEmbedder", "LangChainLLM", "MemoryContext", "RaMemMemory"),

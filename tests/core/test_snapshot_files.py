@@ -667,3 +667,28 @@ def test_litter_of_killed_file_writers_is_cleaned_at_open(tmp_path: Path) -> Non
     with _open(tmp_path):
         assert not old.exists()
         assert young.exists()  # perhaps another worker's file being written
+
+
+def test_an_import_writes_the_snapshot_the_first_recall_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk write (here an import) of at least ``min_memories`` builds the snapshot and its
+    file: the first recall of the next process reads the file, never the whole store."""
+    from ramem_core.index import files as files_module
+
+    with _open(tmp_path / "a") as source:
+        source.add_conversation(two_trips())
+        source.transfer.export(tmp_path / "export.jsonl", vectors=True)
+    monkeypatch.setattr(files_module, "MIN_MEMORIES", 1)  # what of_store passes a directory
+    with _open(tmp_path / "b") as memory:
+        assert memory.snapshots.files is not None
+        assert memory.snapshots.files.min_memories == 1
+        memory.transfer.import_from(tmp_path / "export.jsonl")
+    files = SnapshotFiles(tmp_path / "b" / "ramem-snapshots")
+    assert files.path("default").exists()
+    with _open(tmp_path / "b") as memory:
+        loads: list[str] = []
+        monkeypatch.setattr(memory.store, "load", lambda ns: loads.append(ns))
+        found = memory.recall(QUERIES[0])
+        assert found
+        assert loads == []

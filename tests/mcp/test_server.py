@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
 import pytest
 from mcp import Client
 
-from ramem_core import RaMem
+from ramem_core import ChromaStore, RaMem
 from ramem_core.errors import InvalidInputError
+from ramem_core.testing import HashEmbedder, WordCounter
 from ramem_mcp import build_server
 from ramem_mcp.serving import Address, check_tokens
 
@@ -377,3 +384,78 @@ async def test_one_key_makes_an_id_per_namespace(memory: RaMem) -> None:
     async with Client(build_server(memory, namespace="b")) as two:
         b = (await call(two, "remember", **said)).structured_content["id"]
     assert a != b
+
+
+class _GatedEmbedder(HashEmbedder):
+    """Holds an embedding of a text holding ``GATED`` until ``release`` is set."""
+
+    GATED = "zebra"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if any(self.GATED in t for t in texts):
+            self.entered.set()
+            self.release.wait(10)
+        return super().embed(texts)
+
+
+async def test_a_cancelled_remember_stores_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that cancels a remember (the SDK sends ``notifications/cancelled``) while it
+    is embedded gets its answer at once, and the message is not stored after all."""
+    gated = _GatedEmbedder()
+    memory = RaMem(ChromaStore.persistent(tmp_path / "db", gated), counter=WordCounter())
+    ended = threading.Event()
+    add_turn = memory.add_turn
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return add_turn(*args, **kwargs)
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(memory, "add_turn", watched)
+    async with served(memory) as client:
+        with anyio.move_on_after(30) as waited:
+            async with anyio.create_task_group() as group:
+
+                async def remember() -> None:
+                    await client.call_tool("remember", {"speaker": "user", "text": "I saw a zebra"})
+
+                group.start_soon(remember)
+                await anyio.to_thread.run_sync(gated.entered.wait, 10)
+                group.cancel_scope.cancel()  # the client gives up on the call
+        assert not waited.cancelled_caught
+        gated.release.set()
+        assert await anyio.to_thread.run_sync(ended.wait, 10)
+        await call(client, "remember", speaker="user", text="I saw a giraffe")
+        listed = await call(client, "list")
+        contents = [m["content"] for m in listed.structured_content["memories"]]
+    assert contents == ["user: I saw a giraffe"]
+    memory.close()
+
+
+async def test_the_anchor_of_after_x_is_marked_for_the_model(memory: RaMem) -> None:
+    async with served(memory) as client:
+        for at, text in (
+            ("2024-03-01T10:00Z", "I started a new pottery class on Tuesdays."),
+            ("2024-03-10T18:00Z", "I went to the hospital today for my knee."),
+            ("2024-03-15T19:00Z", "I went to the cinema with Dana and saw a thriller."),
+        ):
+            await call(client, "remember", speaker="user", text=text, at=at)
+        found = await call(
+            client, "recall", question="What did I do after the hospital visit?", at="2024-03-25"
+        )
+        memories = found.structured_content["memories"]
+        assert "cinema" in memories[0]["content"]
+        visit = next(m for m in memories if "hospital" in m["content"])
+        assert visit["anchor_of"] == "after the hospital visit"
+        assert all(m["anchor_of"] is None for m in memories if m is not visit)
+        assert "anchor: the point 'after the hospital visit' is measured from" in (
+            found.content[0].text
+        )

@@ -7,12 +7,13 @@ another pass placed. In the order :func:`pipeline` applies them:
 
 1. ``held-through`` — a lasting state held through the asked time counts as valid then.
 2. ``valid-first`` — the frame's consistent memories of the relevant pool first.
-3. ``after-their-sources`` — a recorded question or reply never ahead of its source.
-4. ``latest-first`` — a question about now reads the latest statement of a changed state
+3. ``anchor-after`` — the anchor of "after X" follows what lies after X, labelled.
+4. ``after-their-sources`` — a recorded question or reply never ahead of its source.
+5. ``latest-first`` — a question about now reads the latest statement of a changed state
    first.
-5. ``latest-day-first`` — a value stated again on a later day, its latest day first.
-6. ``set-members`` — the second round: the members of an asked set the list lacks.
-7. ``superseded-labels`` — superseded memories are labelled.
+6. ``latest-day-first`` — a value stated again on a later day, its latest day first.
+7. ``set-members`` — the second round: the members of an asked set the list lacks.
+8. ``superseded-labels`` — superseded memories are labelled.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from ramem_core.protocols import Embedder
 from ramem_core.retrieval.config import RetrievalConfig
 from ramem_core.retrieval.passes.after_sources import AfterTheirSources
+from ramem_core.retrieval.passes.anchor_after import AnchorAfter
 from ramem_core.retrieval.passes.base import Facts, ListPass, Pick, Picks
 from ramem_core.retrieval.passes.held import HeldThrough
 from ramem_core.retrieval.passes.labels import SupersededLabels
@@ -30,6 +32,7 @@ from ramem_core.retrieval.passes.valid_first import ValidFirst
 
 __all__ = [
     "AfterTheirSources",
+    "AnchorAfter",
     "Facts",
     "HeldThrough",
     "LatestDayFirst",
@@ -51,6 +54,7 @@ def pipeline(config: RetrievalConfig, terms_embedder: Embedder) -> tuple[ListPas
     passes: list[ListPass | None] = [
         HeldThrough() if states else None,
         ValidFirst(config.window_slots) if config.context_ranking else None,
+        AnchorAfter() if config.context_ranking and config.anchor_after else None,
         (
             AfterTheirSources(config.derived_last, config.derived_yield, config.derived_yield_all)
             if config.derived_last is not None

@@ -24,6 +24,8 @@ class Pick:
         held: in words, the lasting state it states held through the frame's window.
         superseded_by: the row of the later statement that supersedes it.
         member: for a find of the second round, the member of the asked set it names.
+        anchor: the before/after relation ("after the hospital visit") whose anchor event
+            this memory tells of: the point the relation is measured from.
     """
 
     row: int
@@ -31,6 +33,7 @@ class Pick:
     held: str | None = None
     superseded_by: int | None = None
     member: Member | None = None
+    anchor: str | None = None
 
 
 Picks = list[Pick]

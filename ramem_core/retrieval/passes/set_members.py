@@ -49,7 +49,12 @@ class SetMembers:
             round_,
             facts.probe.embedder,  # the kind's vector is held: embedded with the question
         )
-        finds = [Pick(row, valid=restricted, member=member) for row, member in found.items()]
+        anchors = {p.row for p in picks if p.anchor is not None}  # never a member found
+        finds = [
+            Pick(row, valid=restricted, member=member)
+            for row, member in found.items()
+            if row not in anchors
+        ]
         return with_finds(picks, finds, round_.start)
 
 
