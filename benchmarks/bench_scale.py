@@ -16,13 +16,16 @@ question embedded before the clock starts:
   question's vector (10 results);
 - ``ramem``: ``RaMem.open`` and the first recall, as the next process after the import finds
   it (the import built the snapshot and wrote its file); then 30 warm recalls (p50/p95), the
-  same questions by content-only recall on the same memory, and the time to add one turn (a
-  second one: the first also loads the parser);
+  same questions by content-only recall on the same memory (its own snapshot loaded first),
+  and the time to add one turn (a second one: the first also loads the parser);
 - ``ramem, file removed``: the first recall with the snapshot file taken away, as every first
   recall after an import was before the import wrote it (the snapshot rebuilt from the store).
 
-Each process reports its peak resident memory; ``bytes per memory`` is the RaMem process's peak
-over that of a process that only loaded the embedder and opened an empty memory, per memory.
+With ``--ab CHECKOUT``, the first recall of this tree and of that checkout (its
+``ramem_core``) run alternately over the same imported memory, three rounds, with Chroma's
+own beside them. Each process reports its peak resident memory; ``bytes per memory`` is the
+RaMem process's peak over that of a process that only loaded the embedder and opened an
+empty memory, per memory.
 Writes ``benchmarks/results/bench_scale.json``.
 """
 
@@ -137,6 +140,7 @@ def ramem_first(directory: str, size: int, warm: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"first_s": first, "peak_mb": _peak_mb()}
     if warm:
         plain = RaMem(memory.store, config=CONTENT_ONLY, namespace=NAMESPACE)
+        plain.recall(QUESTION, k=10)  # its own snapshot, loaded before the clock
         ramem_ms, content_ms = [], []
         for question in distinct_queries(WARM, size):
             for target, times in ((memory, ramem_ms), (plain, content_ms)):
@@ -170,11 +174,30 @@ FUNCTIONS = {
 }
 
 
-def child(name: str, *args: Any) -> Any:
-    return result_of(spawn(__file__, ROOT, name, list(args)))
+def child(name: str, *args: Any, tree: Path = ROOT) -> Any:
+    script = tree / "benchmarks" / "bench_scale.py"
+    return result_of(spawn(script if script.exists() else __file__, tree, name, list(args)))
 
 
-def run_size(size: int, cache: Path) -> dict[str, Any]:
+AB_ROUNDS = 3
+
+
+def first_ab(directory: str, size: int, other: Path) -> dict[str, Any]:
+    """The first recall of this tree and of ``other`` (a checkout) over the same memory, with
+    Chroma's own, alternating, :data:`AB_ROUNDS` rounds: seconds per round and medians."""
+    runs: dict[str, list[float]] = {"this": [], "other": [], "chroma": []}
+    for _ in range(AB_ROUNDS):
+        runs["chroma"].append(child("chroma_first", directory, f"ramem_{NAMESPACE}")["first_s"])
+        for name, tree in (("this", ROOT), ("other", other)):
+            runs[name].append(child("ramem_first", directory, size, False, tree=tree)["first_s"])
+    return {
+        "other": str(other),
+        "runs": runs,
+        "median": {k: statistics.median(v) for k, v in runs.items()},
+    }
+
+
+def run_size(size: int, cache: Path, other: Path | None = None) -> dict[str, Any]:
     cache.mkdir(parents=True, exist_ok=True)
     export = cache / f"scale-{size}.jsonl"
     made = None
@@ -187,6 +210,7 @@ def run_size(size: int, cache: Path) -> dict[str, Any]:
         imported = child("do_import", directory, str(export))
         chroma = child("chroma_first", directory, imported["collection"])
         ramem = child("ramem_first", directory, size, True)
+        ab = first_ab(directory, size, other) if other is not None else None
         snapshots = Path(directory) / "ramem-snapshots"
         held = Path(tmp) / "held-snapshots"
         shutil.move(snapshots, held)  # the file taken away: rebuilt from the store
@@ -207,6 +231,7 @@ def run_size(size: int, cache: Path) -> dict[str, Any]:
         "rebuilt_first_over_chroma": rebuilt["first_s"] / chroma["first_s"],
         "warm_p95_over_content": ramem["ramem_p95_ms"] / ramem["content_p95_ms"],
         "bytes_per_memory": (ramem["peak_mb"] - empty["peak_mb"]) * 2**20 / imported["memories"],
+        "first_ab": ab,
     }
     return result
 
@@ -217,6 +242,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ramem-scale")
     parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument(
+        "--ab", type=Path, help="a checkout whose first recall runs beside this tree's, alternating"
+    )
     args = parser.parse_args()
     if args.child:
         serve_child(FUNCTIONS)
@@ -224,7 +252,7 @@ def main() -> None:
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         print(f"{size:,} memories:", flush=True)
-        rows.append(run_size(size, args.cache))
+        rows.append(run_size(size, args.cache, args.ab))
     head = (
         f"{'memories':>9} {'chroma s':>9} {'ramem s':>8} {'x':>5} {'no file s':>9} {'x':>6}"
         f" {'p95 x':>6} {'peak MB':>8} {'B/mem':>7} {'add s':>6}"
@@ -238,7 +266,16 @@ def main() -> None:
             f" {r['ramem']['peak_mb']:8.0f} {r['bytes_per_memory']:7.0f}"
             f" {r['ramem']['add_turn_s']:6.2f}"
         )
-    result = {"command": "python benchmarks/bench_scale.py", "python": sys.version, "sizes": rows}
+    for r in rows:
+        if r["first_ab"] is not None:
+            m = r["first_ab"]["median"]
+            print(
+                f"first recall, medians of {AB_ROUNDS} alternating rounds at {r['memories']:,}:"
+                f" this {m['this']:.2f} s, {r['first_ab']['other']} {m['other']:.2f} s,"
+                f" Chroma {m['chroma']:.2f} s"
+            )
+    command = "python benchmarks/bench_scale.py" + (f" --ab {args.ab}" if args.ab else "")
+    result = {"command": command, "python": sys.version, "sizes": rows}
     args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(f"wrote {args.out}")
 

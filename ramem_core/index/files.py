@@ -14,6 +14,13 @@ damaged or truncated file) falls back to the store, which stays the single sourc
 Files are written whole and renamed into place, so a crash or a concurrent writer never leaves
 half a file behind.
 
+The file's arrays are mapped, not copied (:func:`_mapped`): opening a namespace reads its
+header and tree, the OS pages in the arrays as they are read, and the workers of one machine
+share those pages. A file is replaced by renaming a new one over it, so a mapped file is never
+changed under a reader; a file truncated in place by someone who can write the directory would
+end the worker that maps it (SIGBUS), which is one more reason only the deployment's workers
+may write there (docs/deployment.md).
+
 The directory may be shared by workers on several hosts (a Chroma server deployment), so a
 file is data, never code: a NumPy ``.npz`` read with ``allow_pickle=False`` holding a JSON
 tree of plain values, the numeric arrays it refers to (packed in one byte array, described by
@@ -32,6 +39,7 @@ import json
 import logging
 import os
 import stat
+import struct
 import tempfile
 import threading
 import time
@@ -216,7 +224,7 @@ class SnapshotFiles:
                     if any(header.get(k) != v for k, v in expected.items()):
                         return None  # another version or settings: expected, not logged
                     tree_bytes = bytes(data["tree"])
-                    raw = data["data"]
+                raw = _mapped(file, "data.npy", size)
             # the digest is taken on another core while the tree decodes (hashlib lets go of
             # the GIL): the decoder accepts hostile input, and nothing is used before both end
             digest: list[str] = []
@@ -297,6 +305,38 @@ class SnapshotFiles:
     def remove(self, namespace: str) -> None:
         """Forget the namespace's file (after a drop)."""
         self.path(namespace).unlink(missing_ok=True)
+
+
+def _mapped(file: Any, member: str, size: int) -> np.ndarray:
+    """The byte array stored as ``member`` of the open npz ``file`` (``size`` bytes, members
+    stored uncompressed, as :meth:`SnapshotFiles._check_file` made sure), mapped read-only
+    from the file instead of copied out of it: the OS reads what is touched, and workers on
+    one machine share the pages. Anything but a one-dimensional byte array lying inside the
+    member raises :class:`RefusedFileError`."""
+    with zipfile.ZipFile(file) as archive:
+        info = archive.getinfo(member)
+    file.seek(info.header_offset)
+    local = file.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise RefusedFileError(f"member {member!r} has no local header")
+    name_length, extra_length = struct.unpack("<HH", local[26:30])
+    start = info.header_offset + 30 + name_length + extra_length
+    file.seek(start)
+    version = np.lib.format.read_magic(file)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(file)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
+    else:
+        raise RefusedFileError(f"member {member!r} is an npy file of version {version}")
+    offset = file.tell()
+    if dtype != np.uint8 or len(shape) != 1 or fortran:
+        raise RefusedFileError(f"member {member!r} is not a byte array")
+    if offset + shape[0] > min(size, start + info.compress_size):
+        raise RefusedFileError(f"member {member!r} runs past its end")
+    if not shape[0]:
+        return np.zeros(0, dtype=np.uint8)
+    return np.memmap(file, dtype=np.uint8, mode="r", offset=offset, shape=shape)
 
 
 def _header(

@@ -692,3 +692,60 @@ def test_an_import_writes_the_snapshot_the_first_recall_reads(
         found = memory.recall(QUERIES[0])
         assert found
         assert loads == []
+
+
+def _mapped_from(array: np.ndarray) -> bool:
+    import mmap
+
+    base: object = array
+    while base is not None:
+        if isinstance(base, np.memmap | mmap.mmap):
+            return True
+        base = getattr(base, "base", None)
+    return False
+
+
+def test_a_files_arrays_are_mapped_not_copied(tmp_path: Path) -> None:
+    """The vectors of a snapshot loaded from a file are read in place from the file's pages
+    (shared by the workers of one machine), not copied out of it."""
+    units = list(_units())
+    snap = Snapshot(units, HashEmbedder().embed([u.content for u in units]))
+    files = SnapshotFiles(tmp_path)
+    signature = Signature(repr(EpisodicKeys()), HashEmbedder().dimension)
+    version = frozenset({("w1", 3)})
+    assert files.save("ns", snap, version, signature)
+    loaded = files.load("ns", version, signature)
+    assert loaded is not None
+    assert loaded.vectors is not None
+    assert _mapped_from(loaded.vectors)
+    assert snap.vectors is not None
+    assert np.array_equal(loaded.vectors, snap.vectors)
+
+
+@pytest.mark.parametrize("damage", ["not bytes", "two dimensions", "past its end"])
+def test_a_data_member_that_cannot_be_mapped_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    units = list(_units())
+    snap = Snapshot(units, HashEmbedder().embed([u.content for u in units]))
+    files = SnapshotFiles(tmp_path)
+    signature = Signature(repr(EpisodicKeys()), HashEmbedder().dimension)
+    version = frozenset({("w1", 3)})
+    assert files.save("ns", snap, version, signature)
+    path = files.path("ns")
+    if damage == "past its end":  # the array's header claims more bytes than the file has
+        body = path.read_bytes()
+        at = body.index(b"'shape': (") + len(b"'shape': (")
+        end = body.index(b",", at)
+        claimed = b"9" * (end - at)  # as many digits: the header keeps its length
+        assert int(claimed) > int(body[at:end])
+        path.write_bytes(body[:at] + claimed + body[end:])
+    else:
+        with np.load(path) as data:
+            header, tree, raw = data["header"], data["tree"], data["data"]
+        body = raw.view(np.float64) if damage == "not bytes" else raw.reshape(-1, 8)
+        with path.open("wb") as file:
+            np.savez(file, header=header, tree=tree, data=body)
+    with caplog.at_level(logging.WARNING):
+        assert files.load("ns", version, signature) is None
+    assert "refusing the snapshot file" in caplog.text
