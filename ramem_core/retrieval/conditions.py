@@ -93,11 +93,7 @@ class Conditions:
         """These conditions with the sessions of ``frame``'s before/after anchor memories
         known (see the class)."""
         sessions = frozenset(
-            session_key(snapshot.units[snapshot.position[t.anchor_id]])
-            for t in frame.grounded_times
-            if t.relation in BEFORE_AFTER
-            and t.anchor_id is not None
-            and t.anchor_id in snapshot.position
+            session_key(snapshot.units[row]) for row in anchor_rows(snapshot, frame)
         )
         return replace(self, anchor_sessions=sessions) if sessions else self
 
@@ -146,6 +142,18 @@ class Conditions:
         lowered = {p.lower() for p in ctx.participants}
         met.extend(f"involves {p}" for p in self.participants if p.lower() in lowered)
         return tuple(met)
+
+
+def anchor_rows(snapshot: Snapshot, frame: RecallFrame) -> dict[int, str]:
+    """The rows of ``frame``'s before/after anchor memories found in ``snapshot``, each with
+    the text of the first relation it anchors ("after the hospital visit")."""
+    rows: dict[int, str] = {}
+    for t in frame.grounded_times:
+        if t.relation in BEFORE_AFTER and t.anchor_id is not None:
+            row = snapshot.position.get(t.anchor_id)
+            if row is not None:
+                rows.setdefault(row, t.text)
+    return rows
 
 
 def on_anchor_side(unit: MemoryUnit, frame: RecallFrame) -> bool:

@@ -149,13 +149,20 @@ def test_files_are_only_for_a_local_directory() -> None:
     memory.close()
 
 
-def test_a_file_holds_the_version_and_settings_it_was_built_with(tmp_path: Path) -> None:
+def _saved(tmp_path: Path) -> tuple[SnapshotFiles, Snapshot, Signature, frozenset[Any]]:
+    """The two-trips snapshot saved in ``tmp_path`` as namespace "ns" at version w1:3: the
+    files, the snapshot, its signature and its version."""
     units = list(_units())
     snap = Snapshot(units, HashEmbedder().embed([u.content for u in units]))
     files = SnapshotFiles(tmp_path)
     signature = Signature(repr(EpisodicKeys()), HashEmbedder().dimension)
     version = frozenset({("w1", 3)})
     assert files.save("ns", snap, version, signature)
+    return files, snap, signature, version
+
+
+def test_a_file_holds_the_version_and_settings_it_was_built_with(tmp_path: Path) -> None:
+    files, _snap, signature, version = _saved(tmp_path)
     assert files.load("ns", version, signature) is not None
     assert files.load("ns", frozenset({("w1", 4)}), signature) is None
     assert files.load("ns", version, Signature(signature.keys, signature.dimension + 1)) is None
@@ -708,12 +715,7 @@ def _mapped_from(array: np.ndarray) -> bool:
 def test_a_files_arrays_are_mapped_not_copied(tmp_path: Path) -> None:
     """The vectors of a snapshot loaded from a file are read in place from the file's pages
     (shared by the workers of one machine), not copied out of it."""
-    units = list(_units())
-    snap = Snapshot(units, HashEmbedder().embed([u.content for u in units]))
-    files = SnapshotFiles(tmp_path)
-    signature = Signature(repr(EpisodicKeys()), HashEmbedder().dimension)
-    version = frozenset({("w1", 3)})
-    assert files.save("ns", snap, version, signature)
+    files, snap, signature, version = _saved(tmp_path)
     loaded = files.load("ns", version, signature)
     assert loaded is not None
     assert loaded.vectors is not None
@@ -726,12 +728,7 @@ def test_a_files_arrays_are_mapped_not_copied(tmp_path: Path) -> None:
 def test_a_data_member_that_cannot_be_mapped_is_refused(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
-    units = list(_units())
-    snap = Snapshot(units, HashEmbedder().embed([u.content for u in units]))
-    files = SnapshotFiles(tmp_path)
-    signature = Signature(repr(EpisodicKeys()), HashEmbedder().dimension)
-    version = frozenset({("w1", 3)})
-    assert files.save("ns", snap, version, signature)
+    files, _snap, signature, version = _saved(tmp_path)
     path = files.path("ns")
     if damage == "past its end":  # the array's header claims more bytes than the file has
         body = path.read_bytes()

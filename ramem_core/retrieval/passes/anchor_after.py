@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ramem_core.retrieval.conditions import BEFORE_AFTER
+from ramem_core.retrieval.conditions import anchor_rows
 from ramem_core.retrieval.passes.base import Facts, Picks
 
 
@@ -19,11 +19,7 @@ class AnchorAfter:
     name: str = "anchor-after"
 
     def __call__(self, facts: Facts, picks: Picks) -> Picks:
-        position = facts.snap.position
-        anchors: dict[int, str] = {}
-        for t in facts.frame.grounded_times:
-            if t.relation in BEFORE_AFTER and t.anchor_id is not None and t.anchor_id in position:
-                anchors.setdefault(position[t.anchor_id], t.text)
+        anchors = anchor_rows(facts.snap, facts.frame)
         places = [i for i, p in enumerate(picks) if p.row in anchors]
         if not places:
             return picks
