@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from ramem_core import RaMem
-from ramem_core.synthesis import evidence_metadata
+from ramem_core.synthesis import build_prompt, evidence_metadata, system_context
 from ramem_core.testing import WordCounter
 
 VISIT = "I went to the hospital today for my knee, the visit took four hours."
@@ -51,6 +51,10 @@ def test_what_came_after_leads_and_the_anchor_follows_labelled(memory: RaMem) ->
     # what a model reads, and what a framework document carries
     text = memory.format(found, max_tokens=2000).text
     assert "anchor: the point 'after the hospital visit' is measured from" in text
+    # and what a model is told those lines mean, as an agent's system prompt and to answer
+    context = memory.situate(QUESTION, k=6, at=ASKED)
+    for told in (system_context(context), build_prompt(QUESTION, context, ASKED)):
+        assert "(anchor: the point the question measures from" in told
     assert evidence_metadata(visit)["anchor_of"] == "after the hospital visit"
 
 
