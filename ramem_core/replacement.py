@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -104,6 +106,7 @@ class Statements:
         event_end: when it ended, or 0.
         values: the values each names (proper nouns and numbers, case-folded).
         words: the words each says (stems, stop words and the speaker's name aside).
+        texts: each one's own words (the speaker's name aside), as the pair reader reads them.
     """
 
     vectors: npt.NDArray[np.float32]
@@ -118,6 +121,7 @@ class Statements:
     event_end: npt.NDArray[np.int64]
     values: Sequence[frozenset[str]]
     words: Sequence[frozenset[str]]
+    texts: Sequence[str] = ()
 
 
 def _bit(array: npt.NDArray[np.int64], bit: int) -> npt.NDArray[np.float64]:
@@ -197,6 +201,141 @@ def same_owner(
     return out
 
 
+@runtime_checkable
+class PairReader(Protocol):
+    """Reads two statements together (the earlier, then the later) and gives the probability
+    that the later replaced the earlier: what word features and separate vectors cannot see
+    ("barista at Blue Bottle" / "first dinner rush as a line cook at Nopa" name two values of
+    one slot; "still at Acme" names the same one)."""
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:
+        """Per ``(earlier, later)`` text pair, the probability that the later replaced it."""
+        ...
+
+
+READ_PAIRS = 16
+"""The most pairs a pair reader reads for one question, those the features find likeliest
+first: a cost bound (one pass of the reader; a recall weighs up to a few hundred pairs). A pair
+at or above the floor left unread may only *doubt* a state (no label, no order): its
+probability is what the joined thresholds were chosen for only when read."""
+
+READER_TOKENS = 128
+"""The most word pieces a pair reader reads of a pair, both statements together (longest
+first cut): a design limit, twice a long chat message."""
+
+
+def pair_tokenizer(max_tokens: int = READER_TOKENS) -> Any:
+    """The embedder's word-piece tokenizer (shipped as package data) set for pairs: ``[CLS]
+    earlier [SEP] later [SEP]``, cut to ``max_tokens``, padded to the longest of a batch. The
+    fitting script encodes with it too, so the reader reads what it was fitted on."""
+    from tokenizers import Tokenizer
+
+    data = resources.files("ramem_core") / "_data" / "minilm_tokenizer.json"
+    tokenizer = Tokenizer.from_str(data.read_text(encoding="utf-8"))
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+def encode_pairs(
+    tokenizer: Any, pairs: Sequence[tuple[str, str]]
+) -> dict[str, npt.NDArray[np.int64]]:
+    """The model inputs of ``pairs``: word-piece ids, attention mask and segment ids."""
+    encodings = tokenizer.encode_batch([(a, b) for a, b in pairs])
+    return {
+        "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+    }
+
+
+def combine(
+    features: npt.NDArray[np.float64], read: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """The feature model's and the pair reader's probabilities joined: the mean of their
+    log-odds (no weight fitted: the two are each fitted to be calibrated)."""
+    eps = 1e-6
+    a = np.clip(features, eps, 1 - eps)
+    b = np.clip(read, eps, 1 - eps)
+    z = (np.log(a / (1 - a)) + np.log(b / (1 - b))) / 2
+    out: npt.NDArray[np.float64] = 1.0 / (1.0 + np.exp(-z))
+    return out
+
+
+class CrossEncoder:
+    """A :class:`PairReader`: all-MiniLM-L6-v2 fine-tuned to read a pair at once
+    (``benchmarks/fit_replacement.py``), as int8 ONNX run with onnxruntime, loaded on first
+    use and only when its file's SHA-256 is the one its fit wrote beside it.
+
+    Args:
+        path: the ONNX file.
+        sha256: its expected digest.
+        max_tokens: word pieces read of a pair (:data:`READER_TOKENS`).
+        batch_size: pairs per forward pass.
+    """
+
+    def __init__(
+        self, path: Path, sha256: str, *, max_tokens: int = READER_TOKENS, batch_size: int = 32
+    ) -> None:
+        self.path = path
+        self.sha256 = sha256
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+        self._read: dict[tuple[str, str], float] = {}  # the last READ_CACHE pairs read
+
+    def _load(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._session is None:
+                import onnxruntime as ort
+
+                from ramem_core.embedding import _cpus, check_model
+
+                check_model(self.path, self.sha256, source="RaMem's package data (reinstall it)")
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = _cpus()
+                options.log_severity_level = 3
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                self._tokenizer = pair_tokenizer(self.max_tokens)
+                self._session = ort.InferenceSession(
+                    str(self.path), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            return self._session, self._tokenizer
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:
+        out = np.zeros(len(pairs))
+        known = self._read
+        new = [k for k, pair in enumerate(pairs) if pair not in known]
+        if new:
+            session, tokenizer = self._load()
+            new.sort(key=lambda k: len(pairs[k][0]) + len(pairs[k][1]))
+            for start in range(0, len(new), self.batch_size):
+                chunk = new[start : start + self.batch_size]
+                feeds = encode_pairs(tokenizer, [pairs[k] for k in chunk])
+                logits = np.asarray(session.run(None, feeds)[0], dtype=np.float64).reshape(-1)
+                out[chunk] = 1.0 / (1.0 + np.exp(-np.clip(logits, -50, 50)))
+            with self._lock:
+                if len(known) + len(new) > READ_CACHE:
+                    known.clear()
+                known.update((pairs[k], float(out[k])) for k in new)
+        for k, pair in enumerate(pairs):
+            if (seen := known.get(pair)) is not None:
+                out[k] = seen
+        return out
+
+    def forget(self) -> None:
+        """Drop the readings kept (a benchmark times each question's own reading)."""
+        with self._lock:
+            self._read.clear()
+
+
+READ_CACHE = 4096
+"""Pairs a :class:`CrossEncoder` remembers its reading of (a question asked again, or a
+namespace read by every recall, is not read again): a bound, about 1 MB of text."""
+
+
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Replacement:
     """The fitted model: a logistic regression over :data:`FEATURES`, the later statement's
@@ -211,6 +350,14 @@ class Replacement:
         order: the probability at or above which a question about now reads the later first.
         doubt: the probability at or above which a later statement may have replaced the
             earlier: a state is told it held through a time only when none did.
+        reader: a pair reader, asked of the pairs the features find at least ``floor``
+            likely; its probability and theirs are joined (:func:`combine`). ``None``: the
+            features alone.
+        floor: see ``reader`` (a cost bound: most pairs a recall weighs are far below it).
+        reader_digest: the reader file's SHA-256 (part of :attr:`digest`).
+        alone: the label, order and doubt thresholds for the features alone (chosen by the
+            same fit on their own held-out probabilities), which :meth:`without_reader`
+            takes; ``None``: these thresholds.
     """
 
     weights: npt.NDArray[np.float64]
@@ -220,6 +367,10 @@ class Replacement:
     label: float
     order: float
     doubt: float
+    reader: PairReader | None = field(default=None, compare=False)
+    floor: float = 1.0
+    reader_digest: str = ""
+    alone: tuple[float, float, float] | None = None
 
     @property
     def digest(self) -> str:
@@ -230,6 +381,7 @@ class Replacement:
         for array in (self.weights, self.later, self.product):
             h.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
         h.update(repr((self.bias, self.label, self.order, self.doubt)).encode())
+        h.update(repr((self.floor, self.reader_digest if self.reader else "")).encode())
         return h.hexdigest()[:16]
 
     def __eq__(self, other: object) -> bool:
@@ -241,7 +393,7 @@ class Replacement:
     def __repr__(self) -> str:
         return (
             f"Replacement({self.digest}, label={self.label}, order={self.order},"
-            f" doubt={self.doubt})"
+            f" doubt={self.doubt}, reader={self.reader is not None})"
         )
 
     def probabilities(
@@ -258,7 +410,33 @@ class Replacement:
             vi = s.vectors[earlier].astype(np.float64)
             vj = s.vectors[later].astype(np.float64)
             z = z + np.einsum("ij,ij->i", vi * self.product, vj)
-        return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
+        p: npt.NDArray[np.float64] = 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
+        if self.reader is None or not len(s.texts):
+            return p
+        above = np.flatnonzero(p >= self.floor)
+        ask = above[np.argsort(-p[above], kind="stable")[:READ_PAIRS]]
+        unread = np.setdiff1d(above, ask)
+        p[unread] = np.minimum(p[unread], self.doubt)  # unread: a doubt at most, no claim
+        if len(ask):
+            texts = [
+                (s.texts[a], s.texts[b]) for a, b in zip(earlier[ask], later[ask], strict=True)
+            ]
+            p[ask] = combine(p[ask], self.reader.probabilities(texts))
+        return p
+
+    def without_reader(self) -> Replacement:
+        """The same model on its features alone, with their own thresholds."""
+        label, order, doubt = self.alone or (self.label, self.order, self.doubt)
+        return replace(
+            self,
+            reader=None,
+            floor=1.0,
+            reader_digest="",
+            label=label,
+            order=order,
+            doubt=doubt,
+            alone=None,
+        )
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> Replacement:
@@ -275,6 +453,24 @@ class Replacement:
                 f" {doubt}, {order}, {label}"
             )
             raise ValueError(msg)
+        reader: PairReader | None = None
+        floor, digest = 1.0, ""
+        alone = None
+        if spec := data.get("reader"):
+            cut = spec["features_alone"]
+            alone = (float(cut["label"]), float(cut["order"]), float(cut["doubt"]))
+            if not (0.0 < alone[2] <= alone[1] <= alone[0] < 1.0):
+                msg = (
+                    "the features' own thresholds must satisfy 0 < doubt <= order <= label < 1:"
+                    f" {alone}"
+                )
+                raise ValueError(msg)
+            floor, digest = float(spec["floor"]), str(spec["sha256"])
+            if not 0.0 < floor <= doubt:
+                msg = f"the pair reader's floor {floor} must lie in (0, doubt={doubt}]"
+                raise ValueError(msg)
+            path = resources.files("ramem_core").joinpath("_data").joinpath(spec["file"])
+            reader = CrossEncoder(Path(str(path)), digest, max_tokens=int(spec["max_tokens"]))
         return Replacement(
             np.asarray(data["weights"], dtype=np.float64),
             np.asarray(data.get("later") or [], dtype=np.float64),
@@ -283,6 +479,10 @@ class Replacement:
             label,
             order,
             doubt,
+            reader,
+            floor,
+            digest,
+            alone,
         )
 
 
@@ -330,6 +530,7 @@ def statements(
             frozenset(e.casefold() for e in u.context.entities) | values(u.content) for u in units
         ],
         words=[frozenset(tokenize(own_words(u))) for u in units],
+        texts=[own_words(u) for u in units],
     )
 
 

@@ -427,6 +427,29 @@ def replacement_of(
     return Replacement(w, empty, empty, bias, label, order, doubt)
 
 
+class FakePairReader:
+    """A :class:`~ramem_core.replacement.PairReader` for tests: a pair whose later statement
+    holds one of ``replacing`` (case-folded) is read as a replacement (``high``), any other
+    as none (``low``); it records the pairs it was asked."""
+
+    def __init__(
+        self, replacing: Sequence[str] = (), *, high: float = 0.999, low: float = 0.01
+    ) -> None:
+        self.replacing = tuple(w.casefold() for w in replacing)
+        self.high, self.low = high, low
+        self.asked: list[tuple[str, str]] = []
+
+    def probabilities(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:
+        self.asked.extend(pairs)
+        return np.array(
+            [
+                self.high if any(w in later.casefold() for w in self.replacing) else self.low
+                for _, later in pairs
+            ],
+            dtype=np.float64,
+        )
+
+
 _SAYS_OTHERWISE = (
     "later_question",
     "later_possibility",

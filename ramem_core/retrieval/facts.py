@@ -24,6 +24,7 @@ from ramem_core.retrieval.kinds import Kinds, KindVectors
 from ramem_core.retrieval.passes.base import Facts
 from ramem_core.retrieval.ranking import Probe, Ranking, content_ranking, ranks
 from ramem_core.retrieval.supersession import chains
+from ramem_core.states import asks_plan
 from ramem_core.types import RecallFrame
 
 
@@ -67,8 +68,8 @@ def gather(
         if kind_vectors is not None:
             kinds = kind_vectors.of(snap, candidates, frame.query, probe.vector)
         read = kinds or Kinds.of_words(snap, frame.query)
-        found = chains(snap, candidates, cfg.replacement, read)
-        model = cfg.replacement
+        model = cfg.replacement if asks_state_at(frame) else cfg.replacement.without_reader()
+        found = chains(snap, candidates, model, read)
         # what is reordered for "now" is a state of one kind (or of the kind asked and one
         # not read): LoCoMo's and LongMemEval's lists lost turn@1 to pairs that are no states
         # (benchmarks/results/TUNING.md)
@@ -88,6 +89,18 @@ def gather(
         ordering,
         doubts,
     )
+
+
+def asks_state_at(frame: RecallFrame) -> bool:
+    """The question asks what held at a time: now (or when or where a plan still ahead is),
+    at a time it names, or before a change (the earlier value: "originally", "used to").
+    Only then does the replacement model's pair reader read (an order for "now", a "held
+    through" line and the label an earlier value is read by rest on it; its cost, a pass of
+    a transformer over up to :data:`~ramem_core.replacement.READ_PAIRS` pairs, is paid only
+    there); any other question weighs replacements by the features alone, at their own
+    thresholds."""
+    plan = frame.now is not None and asks_plan(frame.query)
+    return frame.asks_now or plan or frame.asks_earlier or bool(frame.grounded_times)
 
 
 def fusion_inputs(

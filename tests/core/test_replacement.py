@@ -15,18 +15,21 @@ import numpy as np
 import pytest
 
 from ramem_core import RaMem, RetrievalConfig
+from ramem_core import replacement as replacement_module
+from ramem_core.errors import ModelUnavailableError
 from ramem_core.reading import Reading
 from ramem_core.replacement import (
     FEATURES,
     LEARNED_REPLACEMENT,
     Replacement,
+    combine,
     load_replacement,
     same_owner,
     statements,
 )
 from ramem_core.states import state_key
 from ramem_core.store.chroma import ChromaStore
-from ramem_core.testing import SAME_KIND, WordCounter, replacement_of
+from ramem_core.testing import SAME_KIND, FakePairReader, WordCounter, replacement_of
 from ramem_core.types import EpisodicContext, Granularity, MemoryUnit, TimeSpan
 
 JAN, JUNE, JULY = datetime(2024, 1, 10, 9), datetime(2024, 6, 2, 9), datetime(2024, 7, 1)
@@ -225,3 +228,159 @@ def test_only_a_fact_of_the_speakers_own_is_told_as_held(store: ChromaStore) -> 
     held = {e.unit.id for e in found if any("held through" in s for s in e.satisfied)}
     assert acme.id in held
     assert not held & set(others)
+
+
+def test_the_pair_reader_reads_only_pairs_above_its_floor_and_its_answer_is_joined() -> None:
+    """Features give 0.73 to the pairs of one kind, 0.007 to the other: only the first two are
+    read, and their probability becomes the mean log-odds of the two (the reader's 0.999
+    lifts the change past a label threshold of 0.9, its 0.01 drops the restatement below the
+    order threshold of 0.5; the unread pair keeps its own)."""
+    reader = FakePairReader(["Initech"])
+    base = replacement_of({"kind_shared": 6.0}, -5.0, label=0.9, order=0.5, doubt=0.2)
+    model = replace(base, reader=reader, floor=0.1, reader_digest="x")
+    units = [_unit("I work at Acme."), _unit("Two weeks into the gig at Initech.", at=JUNE)]
+    units.append(_unit("Baked bread, then to Initech for lunch.", at=JULY))
+    units.append(_unit("Still at Acme, year three.", at=JULY))
+    kinds = np.array([1, 1, 0, 1], dtype=np.int64)
+    s = statements(units, np.eye(4, 8, dtype=np.float32), kinds)
+    p = model.probabilities(s, np.array([0, 0, 0]), np.array([1, 2, 3]))
+    assert reader.asked == [
+        ("I work at Acme.", "Two weeks into the gig at Initech."),
+        ("I work at Acme.", "Still at Acme, year three."),
+    ]
+    assert p[0] == pytest.approx(combine(np.array([0.7311]), np.array([0.999]))[0], abs=1e-3)
+    assert p[0] >= 0.9 > base.probabilities(s, np.array([0]), np.array([1]))[0]
+    assert p[1] == pytest.approx(1 / (1 + np.exp(5)))
+    assert p[2] < 0.5 <= base.probabilities(s, np.array([0]), np.array([3]))[0]
+    assert model.without_reader() == base
+
+
+def test_a_change_the_reader_reads_is_told_and_a_restatement_it_reads_is_not_read_first(
+    store: ChromaStore,
+) -> None:
+    """The features alone give both later statements 0.73 (one kind of state): read first
+    for "now", never told. The reader tells the change in other words from the restatement."""
+    reader = FakePairReader(["Initech"])
+    base = replacement_of({"kind_shared": 6.0}, -5.0, label=0.9, order=0.5, doubt=0.2)
+    model = replace(base, reader=reader, floor=0.1, reader_digest="x")
+    cfg = RetrievalConfig(state_kind_vectors=None, replacement=model)
+    memory = RaMem(store, counter=WordCounter(), config=cfg)
+    acme = memory.add_turn("user", "I work at Acme as an accountant.", at=JAN)
+    still = memory.add_turn("user", "I still work at Acme, year three.", at=JUNE)
+    evidence = list(memory.recall("Where do I work now?", k=3, at=JULY))
+    assert all(e.superseded is None for e in evidence)
+    assert any(e.unit.id == still.id for e in evidence)
+    gig = memory.add_turn("user", "I work at Initech these days, two weeks in.", at=JULY)
+    evidence = list(memory.recall("Where do I work now?", k=3, at=datetime(2024, 7, 2)))
+    assert evidence[0].unit.id == gig.id
+    old = next(e for e in evidence if e.unit.id == acme.id).superseded
+    assert old is not None
+    assert old.by == gig.id
+
+
+ALONE = {"label": 0.95, "order": 0.4, "doubt": 0.1}
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"floor": 0.9}, "floor"),
+        ({"floor": 0.0}, "floor"),
+        ({"features_alone": {**ALONE, "order": 0.99}}, "own thresholds"),
+    ],
+)
+def test_a_reader_floor_or_thresholds_out_of_order_are_refused(
+    change: dict[str, Any], error: str
+) -> None:
+    reader = {"file": "x.onnx", "sha256": "0" * 64, "floor": 0.1, "max_tokens": 128}
+    data: dict[str, Any] = {
+        "features": list(FEATURES),
+        "weights": [0.0] * len(FEATURES),
+        "bias": 0.0,
+        "label_threshold": 0.9,
+        "order_threshold": 0.5,
+        "doubt_threshold": 0.2,
+        "reader": {**reader, "features_alone": ALONE, **change},
+    }
+    with pytest.raises(ValueError, match=error):
+        Replacement.from_dict(data)
+    data["reader"] = {**reader, "features_alone": ALONE}
+    alone = Replacement.from_dict(data).without_reader()  # the features' own thresholds
+    assert (alone.reader, alone.label, alone.order, alone.doubt) == (None, 0.95, 0.4, 0.1)
+
+
+def test_a_reader_file_of_another_digest_is_refused_before_it_is_run() -> None:
+    """The reader's file is checked against the digest its fit wrote, on first use."""
+    record = json.loads(
+        (Path(__file__).parents[2] / "ramem_core" / "_data" / "replacement.json").read_text()
+    )
+    record["reader"] = {**record["reader"], "sha256": "0" * 64}
+    model = Replacement.from_dict(record)
+    assert model != LEARNED_REPLACEMENT
+    assert model.reader is not None
+    with pytest.raises(ModelUnavailableError, match="SHA-256"):
+        model.reader.probabilities([("I work at Acme.", "I work at Globex now.")])
+
+
+@pytest.mark.slow
+def test_the_shipped_reader_is_the_fitted_one_reading_earlier_then_later() -> None:
+    """The shipped pair reader (the real int8 file) on 200 of the corpus pairs it was fitted
+    on: it ranks replacements above look-alikes (AUC 0.95; the same pairs fed later first give
+    0.85, a file of other weights less)."""
+    from sklearn.metrics import roc_auc_score
+
+    corpus = Path(__file__).parents[2] / "benchmarks" / "data" / "replacement_pairs"
+    rows = [
+        json.loads(line)
+        for path in sorted(corpus.glob("h*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    sample = rows[::27][:200]
+    reader = LEARNED_REPLACEMENT.reader
+    assert reader is not None
+    p = reader.probabilities([(r["earlier"]["text"], r["later"]["text"]) for r in sample])
+    assert ((p >= 0) & (p <= 1)).all()
+    assert roc_auc_score([r["replaces"] for r in sample], p) >= 0.9
+
+
+def test_past_the_reading_bound_a_pair_may_only_doubt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one pair read per question, the likelier pair is read; the other, above the
+    floor, is held to the doubt threshold: no label, no order on what nobody read."""
+    monkeypatch.setattr(replacement_module, "READ_PAIRS", 1)
+    reader = FakePairReader(["Initech", "Globex"])
+    base = replacement_of({"kind_shared": 6.0, "cosine": 1.0}, -5.0, label=0.9, order=0.5)
+    model = replace(base, reader=reader, floor=0.1, reader_digest="x")
+    units = [_unit("I work at Acme."), _unit("Two weeks into the gig at Initech.", at=JUNE)]
+    units.append(_unit("Globex badge works now.", at=JULY))
+    vectors = np.array([[1, 0], [1, 0], [0, 1]], dtype=np.float32)
+    s = statements(units, vectors, np.array([1, 1, 1], dtype=np.int64))
+    p = model.probabilities(s, np.array([0, 0]), np.array([1, 2]))
+    assert reader.asked == [("I work at Acme.", "Two weeks into the gig at Initech.")]
+    assert p[0] >= 0.9
+    assert p[1] == pytest.approx(0.2)  # 0.731 from its features, held to the doubt
+
+
+def test_the_reader_reads_only_for_a_question_about_a_state_at_a_time(
+    store: ChromaStore,
+) -> None:
+    """A question about now, about a time it names or about the earlier value has the pair
+    reader read; any other question weighs the pairs by the features alone (the reader's
+    cost is paid only where an order, a label read for "originally" or a "held" line rests
+    on it)."""
+    reader = FakePairReader(["Initech"])
+    base = replacement_of({"kind_shared": 6.0}, -5.0, label=0.9, order=0.5, doubt=0.2)
+    model = replace(base, reader=reader, floor=0.1, reader_digest="x")
+    cfg = RetrievalConfig(state_kind_vectors=None, replacement=model)
+    memory = RaMem(store, counter=WordCounter(), config=cfg)
+    memory.add_turn("user", "I work at Acme as an accountant.", at=JAN)
+    memory.add_turn("user", "I work at Initech these days, two weeks in.", at=JUNE)
+    memory.recall("Tell me about my work at Acme and Initech.", k=3, at=JULY)
+    assert reader.asked == []
+    memory.recall("Where do I work now?", k=3, at=JULY)
+    assert len(reader.asked) == 1
+    memory.recall("Where did I work in March 2024?", k=3, at=JULY)
+    assert len(reader.asked) == 2
+    reader.asked.clear()
+    memory.recall("Where did I work originally?", k=3, at=JULY)  # the earlier value
+    assert len(reader.asked) == 1
