@@ -137,12 +137,17 @@ def http_server(tmp_path: Path) -> Iterator[str]:
 
 
 async def over_http(url: str, token: str, tool: str, arguments: dict[str, Any]) -> Any:
+    """One tool call over HTTP with ``token``, through a client with the timeouts the SDK
+    gives its own clients (30 s, reads 300 s): a bare httpx client reads for 5 s at most, and
+    a busy machine's first remember, which waits for the memory to open, took longer (its
+    stream ended without a response, twice in full runs)."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"Authorization": f"Bearer {token}"}
+    timeout = httpx2.Timeout(30.0, read=300.0)
     async with (
-        httpx2.AsyncClient(headers=headers) as http,
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
         streamable_http_client(url, http_client=http) as (read, write, *_),
         ClientSession(read, write) as session,
     ):
