@@ -136,22 +136,9 @@ class MiniLMEmbedder:
         with self._lock:
             if self._session is None or self._tokenizer is None:
                 import onnxruntime as ort
-                from tokenizers import Tokenizer
 
-                data = resources.files("ramem_core") / "_data" / "minilm_tokenizer.json"
-                tokenizer = Tokenizer.from_str(data.read_text(encoding="utf-8"))
-                tokenizer.enable_truncation(max_length=MAX_TOKENS)
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-                options = ort.SessionOptions()
-                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                options.intra_op_num_threads = self.threads
-                options.log_severity_level = 3
-                options.enable_cpu_mem_arena = CPU_ARENA
-                if not self.spin:
-                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                self._session = ort.InferenceSession(
-                    str(_model_path()), sess_options=options, providers=["CPUExecutionProvider"]
-                )
+                tokenizer = minilm_tokenizer(MAX_TOKENS)
+                self._session = onnx_session(_model_path(), self.threads, spin=self.spin)
                 shrinking = ort.RunOptions()  # a wide pass's memory goes back after it
                 shrinking.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
                 self._shrinking = shrinking
@@ -180,6 +167,35 @@ class MiniLMEmbedder:
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             out[chunk] = normalize(pooled)
         return out
+
+
+def minilm_tokenizer(max_tokens: int) -> Tokenizer:
+    """all-MiniLM-L6-v2's word-piece tokenizer (shipped as package data), cutting what it
+    reads (one text, or a pair longest first) to ``max_tokens`` and padding a batch to its
+    longest."""
+    from tokenizers import Tokenizer
+
+    data = resources.files("ramem_core") / "_data" / "minilm_tokenizer.json"
+    tokenizer = Tokenizer.from_str(data.read_text(encoding="utf-8"))
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+def onnx_session(path: Path, threads: int, *, spin: bool = False) -> Any:
+    """An onnxruntime CPU session over the model file ``path`` (its digest checked by the
+    caller): full graph optimisation, ``threads`` intra-op threads, waiting workers that do
+    not spin unless ``spin``, the arena as :data:`CPU_ARENA` says."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.log_severity_level = 3
+    options.enable_cpu_mem_arena = CPU_ARENA
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 
 TOKENS_PER_PASS = 2_048

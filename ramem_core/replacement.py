@@ -228,13 +228,9 @@ def pair_tokenizer(max_tokens: int = READER_TOKENS) -> Any:
     """The embedder's word-piece tokenizer (shipped as package data) set for pairs: ``[CLS]
     earlier [SEP] later [SEP]``, cut to ``max_tokens``, padded to the longest of a batch. The
     fitting script encodes with it too, so the reader reads what it was fitted on."""
-    from tokenizers import Tokenizer
+    from ramem_core.embedding import minilm_tokenizer
 
-    data = resources.files("ramem_core") / "_data" / "minilm_tokenizer.json"
-    tokenizer = Tokenizer.from_str(data.read_text(encoding="utf-8"))
-    tokenizer.enable_truncation(max_length=max_tokens)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-    return tokenizer
+    return minilm_tokenizer(max_tokens)
 
 
 def encode_pairs(
@@ -289,19 +285,11 @@ class CrossEncoder:
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
             if self._session is None:
-                import onnxruntime as ort
-
-                from ramem_core.embedding import _cpus, check_model
+                from ramem_core.embedding import _cpus, check_model, onnx_session
 
                 check_model(self.path, self.sha256, source="RaMem's package data (reinstall it)")
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = _cpus()
-                options.log_severity_level = 3
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 self._tokenizer = pair_tokenizer(self.max_tokens)
-                self._session = ort.InferenceSession(
-                    str(self.path), sess_options=options, providers=["CPUExecutionProvider"]
-                )
+                self._session = onnx_session(self.path, _cpus())
             return self._session, self._tokenizer
 
     def probabilities(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float64]:

@@ -41,6 +41,19 @@ def _unit(text: str, owner: str = "", at: datetime = JAN) -> MemoryUnit:
     return MemoryUnit(text, f"user: {text}", context)
 
 
+def _record(**change: Any) -> dict[str, Any]:
+    """A model file's contents: zero weights, thresholds 0.9 / 0.5 / 0.2, then ``change``."""
+    return {
+        "features": list(FEATURES),
+        "weights": [0.0] * len(FEATURES),
+        "bias": 0.0,
+        "label_threshold": 0.9,
+        "order_threshold": 0.5,
+        "doubt_threshold": 0.2,
+        **change,
+    }
+
+
 def test_the_shipped_model_loads_by_name_with_its_features_and_thresholds() -> None:
     model = load_replacement()
     assert model == LEARNED_REPLACEMENT
@@ -63,15 +76,7 @@ def test_the_shipped_model_loads_by_name_with_its_features_and_thresholds() -> N
 def test_a_model_file_of_other_features_or_thresholds_is_refused(
     change: dict[str, Any], error: str
 ) -> None:
-    data: dict[str, Any] = {
-        "features": list(FEATURES),
-        "weights": [0.0] * len(FEATURES),
-        "bias": 0.0,
-        "label_threshold": 0.9,
-        "order_threshold": 0.5,
-        "doubt_threshold": 0.2,
-        **change,
-    }
+    data = _record(**change)
     with pytest.raises(ValueError, match=error):
         Replacement.from_dict(data)
 
@@ -293,15 +298,7 @@ def test_a_reader_floor_or_thresholds_out_of_order_are_refused(
     change: dict[str, Any], error: str
 ) -> None:
     reader = {"file": "x.onnx", "sha256": "0" * 64, "floor": 0.1, "max_tokens": 128}
-    data: dict[str, Any] = {
-        "features": list(FEATURES),
-        "weights": [0.0] * len(FEATURES),
-        "bias": 0.0,
-        "label_threshold": 0.9,
-        "order_threshold": 0.5,
-        "doubt_threshold": 0.2,
-        "reader": {**reader, "features_alone": ALONE, **change},
-    }
+    data = _record(reader={**reader, "features_alone": ALONE, **change})
     with pytest.raises(ValueError, match=error):
         Replacement.from_dict(data)
     data["reader"] = {**reader, "features_alone": ALONE}
