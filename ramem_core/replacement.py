@@ -201,6 +201,30 @@ def same_owner(
     return out
 
 
+def told_before(
+    s: Statements, earlier: npt.NDArray[np.int64], later: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Per pair, whether the later statement is a story of a time over before the earlier
+    one was said ("Back in 2016 I worked at a bakery", said after "I work at Acme"): what it
+    tells had ended by then, so it replaced nothing said after it. Both are read: the story's
+    mood (:attr:`~ramem_core.reading.Mood.PAST_STORY`) and its event time; a correction
+    ("Actually I moved to Porto last month") is no story and keeps its pair."""
+    story = (s.mood[later] & int(Mood.PAST_STORY)) != 0
+    ended = s.event_end[later]
+    out: npt.NDArray[np.bool_] = story & (ended > 0) & (ended < s.said[earlier])
+    return out
+
+
+def may_replace(
+    s: Statements, earlier: npt.NDArray[np.int64], later: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Per pair, whether the model weighs it at all: the two may speak of one owner's state
+    (:func:`same_owner`) and the later is no story of a time before the earlier was said
+    (:func:`told_before`); any other pair replaced nothing."""
+    out: npt.NDArray[np.bool_] = same_owner(s, earlier, later) & ~told_before(s, earlier, later)
+    return out
+
+
 @runtime_checkable
 class PairReader(Protocol):
     """Reads two statements together (the earlier, then the later) and gives the probability

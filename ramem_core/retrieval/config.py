@@ -72,6 +72,13 @@ class RetrievalConfig:
             ``benchmarks/fit_replacement.py``): its label threshold says when a memory is
             told it was superseded, its order threshold when a question about now reads the
             later statement first.
+        order_any_kind: a question about now also reads the later statement first when the
+            replacement model finds the replacement at least this likely, whatever kinds of
+            state the two were read as ("The city break is Seville now" read as a home,
+            "Baby shower is now the 6th" as no kind); below it, only statements of one kind
+            (or of the kind asked and one not read) are ordered. ``None``: one kind only.
+            Chosen on ``bench_states.py``'s and ``bench_unchanged.py``'s choose halves: the
+            lowest of 0.5-0.9 that puts no look-alike ahead of what it resembles.
         lasting: reads whether a statement states something that lasts or tells of a
             one-off event (:class:`~ramem_core.retrieval.kinds.Lasting`, loaded by name from
             ``ramem_core/_data/lasting.json``, written by ``benchmarks/fit_lasting.py``): only
@@ -120,6 +127,7 @@ class RetrievalConfig:
     fusion: Fusion | None = LEARNED_FUSION
     supersession: bool = True
     replacement: Replacement = LEARNED_REPLACEMENT
+    order_any_kind: float | None = 0.8
     lasting: Lasting | None = LEARNED_LASTING
     state_candidates: int = 50
     restate_share: float | None = 0.6
@@ -135,6 +143,9 @@ class RetrievalConfig:
                 "validity_pool and depth must be positive, rrf_k and window_slots non-negative:"
                 f" {self}"
             )
+            raise InvalidInputError(msg)
+        if self.order_any_kind is not None and not 0.0 <= self.order_any_kind <= 1.0:
+            msg = f"order_any_kind must be a probability in [0, 1], got {self.order_any_kind}"
             raise InvalidInputError(msg)
         if self.window_padding < timedelta(0):
             msg = f"window_padding must not be negative, got {self.window_padding}"

@@ -74,7 +74,7 @@ def gather(
         # not read): LoCoMo's and LongMemEval's lists lost turn@1 to pairs that are no states
         # (benchmarks/results/TUNING.md)
         chain, doubts = found.at(model.label), found.at(model.doubt)
-        ordering = found.ordered(model.order, read.bits, read.asked)
+        ordering = found.ordered(model.order, read.bits, read.asked, cfg.order_any_kind)
     return Facts(
         snap,
         frame,

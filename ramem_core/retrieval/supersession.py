@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from ramem_core.index.snapshot import Snapshot
 from ramem_core.reading import PLAIN
-from ramem_core.replacement import Replacement, same_owner, statements
+from ramem_core.replacement import Replacement, may_replace, statements
 from ramem_core.retrieval.conditions import Conditions
 from ramem_core.retrieval.kinds import Kinds
 from ramem_core.states import asks_value, values
@@ -61,16 +61,27 @@ class Chains:
         return self._where(lambda row, later, p, kind: p >= threshold)
 
     def ordered(
-        self, threshold: float, bits: npt.NDArray[np.int64], asked: int
+        self,
+        threshold: float,
+        bits: npt.NDArray[np.int64],
+        asked: int,
+        any_kind: float | None = None,
     ) -> dict[int, list[int]]:
         """The chains to order a question about now by: the replacements at least
         ``threshold`` likely between statements of one kind of state, or, when the question
         asks about a kind (``asked``, bits), between a statement of that kind and one whose
         kind was not read at all ("Ski week is Banff now" names no date, so no appointment;
-        "Got the keys to a cottage in Haarlem" no home). ``bits``: each row's kinds."""
+        "Got the keys to a cottage in Haarlem" no home); and those at least ``any_kind``
+        likely whatever their kinds (:attr:`~ramem_core.retrieval.config.RetrievalConfig.
+        order_any_kind`). ``bits``: each row's kinds."""
+        anyway = 2.0 if any_kind is None else max(any_kind, threshold)
         return self._where(
             lambda row, later, p, kind: (
-                p >= threshold and (kind or _one_unread(int(bits[row]), int(bits[later]), asked))
+                p >= anyway
+                or (
+                    p >= threshold
+                    and (kind or _one_unread(int(bits[row]), int(bits[later]), asked))
+                )
             )
         )
 
@@ -98,7 +109,8 @@ def chains(
 ) -> Chains:
     """The statements among ``rows`` that later ones may have replaced: each pair of
     statements by one speaker, the later said after the earlier, that may speak of one
-    owner's state (:func:`~ramem_core.replacement.same_owner`), weighed by ``model``; a
+    owner's state and is no story of a time before the earlier was said
+    (:func:`~ramem_core.replacement.may_replace`), weighed by ``model``; a
     pair that names the same state (the LLM anchorer's ``updates``:
     :attr:`~ramem_core.types.EpisodicContext.state`) is a replacement whatever its words,
     unless that model said the later one replaces nothing
@@ -121,7 +133,7 @@ def chains(
     bits = (kinds or Kinds.of_words(snap, "")).bits
     s = statements([snap.units[int(r)] for r in at], snap.vectors[at], bits[at])
     p = np.zeros(len(i))
-    keep = same_owner(s, i, j)
+    keep = may_replace(s, i, j)
     p[keep] = model.probabilities(s, i[keep], j[keep])
     keys = columns["state_key"][at]
     named = (keys[i] == keys[j]) & (keys[i] != 0)  # one named state: as the model answered

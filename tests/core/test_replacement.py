@@ -381,3 +381,47 @@ def test_the_reader_reads_only_for_a_question_about_a_state_at_a_time(
     reader.asked.clear()
     memory.recall("Where did I work originally?", k=3, at=JULY)  # the earlier value
     assert len(reader.asked) == 1
+
+
+def test_a_story_of_a_time_over_before_the_earlier_was_said_replaces_nothing() -> None:
+    """ "Back in 2016 I worked at a bakery", said after "I work at Acme", tells of a time over
+    before Acme was said: the pair is never weighed; a correction whose time lies before
+    (no story) and a story of a time after the earlier statement keep theirs."""
+    from ramem_core.reading import Mood
+    from ramem_core.replacement import may_replace, told_before
+
+    def said(text: str, at: datetime, event: TimeSpan | None, mood: Mood) -> MemoryUnit:
+        span = TimeSpan(at, at, Granularity.INSTANT)
+        context = EpisodicContext(
+            "s", "c", span, event_time=event, speaker="user", reading=Reading(mood=mood)
+        )
+        return MemoryUnit(text, f"user: {text}", context)
+
+    year_2016 = TimeSpan(datetime(2016, 1, 1), datetime(2016, 12, 31, 23, 59), Granularity.YEAR)
+    may = TimeSpan(datetime(2024, 5, 1), datetime(2024, 5, 31, 23, 59), Granularity.MONTH)
+    units = [
+        said("I work at Acme.", JAN, None, Mood(0)),
+        said("Back in 2016 I worked at a bakery.", JUNE, year_2016, Mood.PAST_STORY),
+        said("Actually I left Acme in 2016.", JUNE, year_2016, Mood(0)),
+        said("Back in May I started at Globex.", JUNE, may, Mood.PAST_STORY),
+    ]
+    s = statements(units, np.eye(4, 8, dtype=np.float32), np.zeros(4, dtype=np.int64))
+    earlier, later = np.zeros(3, dtype=np.int64), np.array([1, 2, 3])
+    assert told_before(s, earlier, later).tolist() == [True, False, False]
+    assert may_replace(s, earlier, later).tolist() == [False, True, True]
+
+
+def test_a_story_of_back_then_does_not_stop_a_state_held_since(store: ChromaStore) -> None:
+    """A model that finds every pair of one kind likely, whatever its mood, doubts Acme by
+    any later job statement, but "Back in 2016 I worked at a bakery" (said in February)
+    tells of 2016: Acme is still found held through March 2024."""
+    model = replacement_of({"kind_shared": 10.0}, -5.0)
+    cfg = RetrievalConfig(state_kind_vectors=None, replacement=model)
+    memory = RaMem(store, counter=WordCounter(), config=cfg)
+    acme = memory.add_turn("user", "I work at Acme as an accountant.", at=JAN)
+    memory.add_turn(
+        "user", "Back in 2016 I worked at a bakery in Leeds.", at=datetime(2024, 2, 15, 9)
+    )
+    found = list(memory.recall("Where did I work in March 2024?", k=5, at=datetime(2024, 6, 1)))
+    line = " ".join(next(e for e in found if e.unit.id == acme.id).satisfied)
+    assert "no later change of it found, so held through 'March 2024'" in line

@@ -734,6 +734,30 @@ def test_a_question_about_a_kind_orders_a_statement_whose_kind_was_not_read() ->
     assert found.ordered(0.3, bits, asked=work) == {0: [4]}  # row 0 is no work statement
 
 
+def test_a_replacement_likely_enough_is_ordered_whatever_its_kinds() -> None:
+    """ "The city break is Seville now" read as a home, "Baby shower is now the 6th" as no
+    kind: at or above ``any_kind`` the pair is ordered for "now" whatever the two kinds (and
+    whatever the question asks), below it only as kinds allow; ``None`` keeps one kind."""
+    import numpy as np
+
+    from ramem_core.retrieval.supersession import Chains
+
+    home, trip = 1, 2
+    found = Chains({0: [(1, 0.85, False), (2, 0.75, False), (3, 0.5, True)]})
+    bits = np.array([trip, home, 0, trip], dtype=np.int64)
+    assert found.ordered(0.3, bits, asked=0, any_kind=0.8) == {0: [1, 3]}
+    assert found.ordered(0.3, bits, asked=trip, any_kind=0.8) == {0: [1, 2, 3]}
+    assert found.ordered(0.3, bits, asked=0) == {0: [3]}
+    assert found.ordered(0.9, bits, asked=0, any_kind=0.8) == {}  # never below the order one
+
+
+def test_order_any_kind_must_be_a_probability() -> None:
+    from ramem_core.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="order_any_kind"):
+        RetrievalConfig(order_any_kind=1.5)
+
+
 def test_now_reads_first_a_later_statement_whose_kind_was_not_read(store: ChromaStore) -> None:
     """ "Got the keys to a cottage in Haarlem" names no home in words, yet a model that finds
     it likely to replace "I live in Lisbon" puts it first for "Where do I live now?"; a later
@@ -749,3 +773,28 @@ def test_now_reads_first_a_later_statement_whose_kind_was_not_read(store: Chroma
     found = ids(memory.recall("Where do I live now?", k=3, at=datetime(2024, 7, 1)))
     assert found.index(cottage.id) < found.index(lisbon.id)
     assert found[0] == cottage.id
+
+
+def test_now_reads_first_a_likely_replacement_read_as_another_kind(store: ChromaStore) -> None:
+    """ "The city break is Seville now" names no date (no appointment); a model that finds it
+    0.88 likely to replace "I booked a city break to Lisbon for May 10th" puts it first for a
+    question about now by ``order_any_kind`` (0.8), and not when that is off."""
+    from ramem_core.testing import replacement_of
+
+    likely = replacement_of({}, 2.0, label=0.99, order=0.5)  # every pair: 0.881
+    config = RetrievalConfig(state_kind_vectors=None, replacement=likely)
+    asked = "Where did I book my city break to go now?"  # no kind asked, none restated
+    order: dict[float | None, list[str]] = {}
+    for any_kind in (0.8, None):
+        memory = RaMem(
+            store, counter=WordCounter(), config=replace(config, order_any_kind=any_kind)
+        )
+        ns = f"n{any_kind}"
+        lisbon = memory.add_turn(
+            "user", "I booked a city break to Lisbon for May 10th.", at=JAN, namespace=ns
+        )
+        seville = memory.add_turn("user", "The city break is Seville now.", at=JUNE, namespace=ns)
+        found = ids(memory.recall(asked, k=3, at=JUNE, namespace=ns))
+        names = {lisbon.id: "lisbon", seville.id: "seville"}
+        order[any_kind] = [names[x] for x in found if x in names]
+    assert order == {0.8: ["seville", "lisbon"], None: ["lisbon", "seville"]}
