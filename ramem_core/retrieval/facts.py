@@ -71,8 +71,8 @@ def gather(
         model = cfg.replacement if asks_state_at(frame) else cfg.replacement.without_reader()
         found = chains(snap, candidates, model, read)
         # what is reordered for "now" is a state of one kind (or of the kind asked and one
-        # not read): LoCoMo's and LongMemEval's lists lost turn@1 to pairs that are no states
-        # (benchmarks/results/TUNING.md)
+        # not read), or a pair at least order_any_kind likely: LoCoMo's and LongMemEval's
+        # lists lost turn@1 to pairs that are no states (benchmarks/results/TUNING.md)
         chain, doubts = found.at(model.label), found.at(model.doubt)
         ordering = found.ordered(model.order, read.bits, read.asked, cfg.order_any_kind)
     return Facts(
