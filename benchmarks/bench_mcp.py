@@ -15,8 +15,9 @@ From the repository root::
   (with an idempotency key) and recalling, for ``--seconds``; one hostile client sending a
   3,000,000-character id to ``show`` once a second; one probe calling ``list`` (one memory)
   every 0.2 s, from a process of its own. Reports acknowledged vs stored (every memory read
-  back) and the probe's latency (nothing should stall it past a second); then the same load
-  without the hostile client, for comparison.
+  back), the probe's latency (nothing should stall it past a second) and the clients' own
+  ``remember`` and ``recall`` latencies; then the same load without the hostile client, for
+  comparison.
 
 Writes ``benchmarks/results/bench_mcp.json``.
 """
@@ -147,6 +148,7 @@ async def _load(url: str, seconds: float, clients: int, hostile_too: bool) -> di
     deadline = time.monotonic() + seconds
     acknowledged: list[str] = []
     failures: list[str] = []
+    took: dict[str, list[float]] = {"remember": [], "recall": []}
 
     async def client(n: int) -> None:
         async with _http_session(url) as session:
@@ -154,12 +156,16 @@ async def _load(url: str, seconds: float, clients: int, hostile_too: bool) -> di
             while time.monotonic() < deadline:
                 key = f"c{n}-{i}"
                 said = {"speaker": "user", "text": f"Note {key}: I met friend {i} today"}
+                began = time.perf_counter()
                 result = await session.call_tool("remember", {**said, "idempotency_key": key})
+                took["remember"].append(time.perf_counter() - began)
                 if result.is_error:
                     failures.append(str(result.content[0].text)[:80])  # type: ignore[union-attr]
                 else:
                     acknowledged.append(key)
+                began = time.perf_counter()
                 found = await session.call_tool("recall", {"question": f"Whom did I meet {i}?"})
+                took["recall"].append(time.perf_counter() - began)
                 if found.is_error:
                     failures.append("recall")
                 i += 1
@@ -184,7 +190,7 @@ async def _load(url: str, seconds: float, clients: int, hostile_too: bool) -> di
     await asyncio.gather(*(client(n) for n in range(clients)), *extra)
     out, _ = await prober.communicate()
     probe = json.loads(out.decode().strip().splitlines()[-1])
-    return {"acknowledged": acknowledged, "failures": failures, "probe": probe}
+    return {"acknowledged": acknowledged, "failures": failures, "probe": probe, "took": took}
 
 
 async def _probe(url: str, seconds: float) -> list[float]:
@@ -216,15 +222,18 @@ def load(seconds: float, clients: int, hostile: bool = True) -> dict[str, Any]:
                     break
                 except httpx.TransportError:
                     time.sleep(0.1)
-            # the store opened and the model loaded before the clock starts
+            # the store opened, the model and the parser loaded before the clock starts (a
+            # host's first remember waits for the parser: see the start part)
             asyncio.run(_session_call(url, "recall", {"question": "warm up"}))
+            said = {"speaker": "user", "text": "Warming up: I read a book."}
+            asyncio.run(_session_call(url, "remember", said))
             ran = asyncio.run(_load(url, seconds, clients, hostile))
             stored = 0
             after = None
             while True:  # every memory, read back page by page
                 arguments = {"limit": 200, **({"after": after} if after else {})}
                 page = asyncio.run(_session_call(url, "list", arguments)).structured_content
-                stored += len(page["memories"])
+                stored += sum(m["content"].startswith("user: Note c") for m in page["memories"])
                 after = page["next_after"]
                 if after is None:
                     break
@@ -232,6 +241,11 @@ def load(seconds: float, clients: int, hostile: bool = True) -> dict[str, Any]:
             server.terminate()
             server.wait(timeout=60)
     probe = sorted(ran["probe"])
+    calls = {
+        f"{tool}_{name}_s": round(value, 3)
+        for tool, took in ran["took"].items()
+        for name, value in _spread(took).items()
+    }
     return {
         "seconds": seconds,
         "clients": clients,
@@ -244,6 +258,17 @@ def load(seconds: float, clients: int, hostile: bool = True) -> dict[str, Any]:
         "probe_p50_s": round(probe[len(probe) // 2], 3),
         "probe_p95_s": round(probe[int(len(probe) * 0.95)], 3),
         "probe_max_s": round(probe[-1], 3),
+        **calls,
+    }
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    """p50, p95 and max of ``values``."""
+    ordered = sorted(values) or [float("nan")]
+    return {
+        "p50": ordered[len(ordered) // 2],
+        "p95": ordered[int(len(ordered) * 0.95) - (len(ordered) == 1)],
+        "max": ordered[-1],
     }
 
 

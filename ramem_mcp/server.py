@@ -13,6 +13,7 @@ import functools
 import hmac
 import inspect
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -44,7 +45,7 @@ T = TypeVar("T")
 CANCELLED: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar(
     "ramem_mcp_cancelled", default=None
 )
-"""Says whether the request a tool serves was cancelled (:func:`_cancellable`)."""
+"""Says whether the request a tool serves was cancelled (:func:`_in_worker`)."""
 
 CONVERSATION = "mcp"
 """The conversation id live turns remembered through MCP are stored under."""
@@ -308,6 +309,16 @@ Moment = Annotated[
 Id = Annotated[str, Field(description="the memory's id", min_length=1, max_length=MAX_ID_CHARS)]
 
 
+BUSY_CALLS = max(1, (os.cpu_count() or 2) // 2)
+"""How many ``remember`` and ``recall`` calls compute at once; the others wait their turn
+(holding no worker thread) while ``list``, ``show`` and ``forget`` go straight through. Chosen
+by ``benchmarks/bench_mcp.py --part load`` on 2 cores (one per two cores; TUNING.md, issue 55)."""
+
+
+BUSY = frozenset({"remember", "recall"})
+"""The tools that compute (anchor, embed, rank): they take turns (:data:`BUSY_CALLS`)."""
+
+
 class Tools:
     """The tools of one server: one memory, its default namespace and a clock."""
 
@@ -317,6 +328,9 @@ class Tools:
         self.memory = memory
         self.namespace = namespace
         self.clock = clock
+        # the gate of every path to a remember or a recall (a relayed call comes through
+        # the owner's threads, not the server's limiter)
+        self.busy = threading.BoundedSemaphore(BUSY_CALLS)
 
     def _ns(self) -> str:
         """The namespace of this request: a relayed call's own (:mod:`.sharing`), the token's
@@ -368,18 +382,19 @@ class Tools:
             raise ToolError(msg)
         moment = parse_moment(at, "at", self.clock)
         kind = Kind.QUESTION if text.rstrip().endswith("?") else None
-        unit = _checked(
-            lambda: self.memory.add_turn(
-                speaker,
-                text,
-                at=moment,
-                conversation_id=CONVERSATION,
-                namespace=self._ns(),
-                kind=kind,
-                idempotency_key=idempotency_key,
-                cancelled=CANCELLED.get(),
+        with self.busy:
+            unit = _checked(
+                lambda: self.memory.add_turn(
+                    speaker,
+                    text,
+                    at=moment,
+                    conversation_id=CONVERSATION,
+                    namespace=self._ns(),
+                    kind=kind,
+                    idempotency_key=idempotency_key,
+                    cancelled=CANCELLED.get(),
+                )
             )
-        )
         said = _iso(said_at(unit)) or _iso(moment) or ""
         # a message its first memory holds whole was stored as one: no read of its session
         whole = " ".join(text.split()) in " ".join(unit.content.split())
@@ -396,7 +411,8 @@ class Tools:
     ) -> Annotated[CallToolResult, Recalled]:
         moment = parse_moment(at, "at", self.clock)
         ns = self._ns()
-        found = _checked(lambda: self.memory.recall(question, k=k, at=moment, namespace=ns))
+        with self.busy:
+            found = _checked(lambda: self.memory.recall(question, k=k, at=moment, namespace=ns))
         value = Recalled(frame=_frame(found.frame), memories=[_found(e) for e in found])
         block = dated(self.memory.format(found))
         return _result(block or f"No memories match {question!r}.", value)
@@ -505,11 +521,12 @@ class RaMemServer(MCPServer):
         return await super().read_resource(uri, context)
 
 
-def _cancellable(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Tool ``fn`` (a function the SDK would run in a worker thread it waits for to the
-    end) as an async tool that runs it in a worker thread of its own and, when the request
-    is cancelled (``notifications/cancelled``, or the client going away), answers at once and
-    tells the work through :data:`CANCELLED`: a ``remember`` not yet written stores nothing."""
+def _in_worker(fn: Callable[..., Any], turns: anyio.CapacityLimiter) -> Callable[..., Any]:
+    """Tool ``fn`` (a function the SDK would run in a worker thread of its shared pool, waiting
+    for it to the end) as an async tool that waits for one of ``turns`` without holding a
+    thread, runs ``fn`` in a worker thread of its own and, when the request is cancelled
+    (``notifications/cancelled``, or the client going away), answers at once and tells the
+    work through :data:`CANCELLED`: a ``remember`` not yet written stores nothing."""
 
     @functools.wraps(fn)
     async def tool(**arguments: Any) -> Any:
@@ -517,7 +534,7 @@ def _cancellable(fn: Callable[..., Any]) -> Callable[..., Any]:
         token = CANCELLED.set(stop.is_set)
         try:
             return await anyio.to_thread.run_sync(
-                functools.partial(fn, **arguments), abandon_on_cancel=True
+                functools.partial(fn, **arguments), abandon_on_cancel=True, limiter=turns
             )
         except anyio.get_cancelled_exc_class():
             stop.set()
@@ -601,6 +618,7 @@ def build_server(
     if isinstance(memory, Shared):
         server.shared = memory
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    turns = anyio.CapacityLimiter(BUSY_CALLS)
     for name, text, hints in (
         ("remember", descriptions.REMEMBER, ToolAnnotations(open_world_hint=False)),
         ("recall", descriptions.RECALL, reads),
@@ -613,8 +631,8 @@ def build_server(
         ),
     ):
         tool = fn("tool", name)
-        if name == "remember":
-            tool = _cancellable(tool)
+        if name in BUSY:
+            tool = _in_worker(tool, turns)
         server.add_tool(tool, name=name, description=text, annotations=hints)
     server.resource(
         "ramem://memories",

@@ -440,6 +440,94 @@ async def test_a_cancelled_remember_stores_nothing(
     memory.close()
 
 
+class _CountedEmbedder(_GatedEmbedder):
+    """A :class:`_GatedEmbedder` that counts the embeddings of gated texts under way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._count = threading.Lock()
+        self.inside = 0
+        self.most = 0
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        gated = any(self.GATED in t for t in texts)
+        if gated:
+            with self._count:
+                self.inside += 1
+                self.most = max(self.most, self.inside)
+        try:
+            return super().embed(texts)
+        finally:
+            if gated:
+                with self._count:
+                    self.inside -= 1
+
+
+async def test_remembers_take_turns_and_list_waits_for_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Remembers compute one at a time (BUSY_CALLS=1); those that wait hold no worker
+    thread, so a list answers while the pool's every thread would otherwise be taken."""
+    from ramem_mcp import server as module
+
+    monkeypatch.setattr(module, "BUSY_CALLS", 1)
+    counted = _CountedEmbedder()
+    memory = RaMem(ChromaStore.persistent(tmp_path / "db", counted), counter=WordCounter())
+    pool = anyio.to_thread.current_default_thread_limiter()
+    tokens = pool.total_tokens
+    pool.total_tokens = 2  # one call computing and one waiting would take them both
+    try:
+        async with served(memory) as client, anyio.create_task_group() as group:
+
+            async def remember(text: str) -> None:
+                await call(client, "remember", speaker="user", text=text)
+
+            for animal in ("zebra", "zebra foal", "zebra herd"):
+                group.start_soon(remember, f"I saw a {animal}")
+            assert await anyio.to_thread.run_sync(counted.entered.wait, 10)
+            with anyio.fail_after(10):
+                listed = await call(client, "list")
+            assert listed.structured_content["memories"] == []
+            await anyio.sleep(0.3)  # time for a second remember to start, were it let in
+            assert counted.most == 1
+            counted.release.set()
+    finally:
+        pool.total_tokens = tokens
+        counted.release.set()
+    assert memory.count(namespace="me") == 3
+    memory.close()
+
+
+@pytest.mark.parametrize("tool", ["remember", "recall"])
+def test_calls_relayed_by_threads_take_turns(
+    tool: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner of a shared memory runs each relayed call in a thread of its own: the
+    tools' own gate keeps those to one at a time too."""
+    from ramem_mcp import server as module
+
+    monkeypatch.setattr(module, "BUSY_CALLS", 1)
+    counted = _CountedEmbedder()
+    memory = RaMem(ChromaStore.persistent(tmp_path / "db", counted), counter=WordCounter())
+    tools = module.Tools(memory, "me")
+    tools.remember("user", "I saw a lion")
+    calls = {
+        "remember": lambda n: tools.remember("user", f"I saw a zebra {n}"),
+        "recall": lambda n: tools.recall(f"Did I see a zebra {n}?"),
+    }
+    threads = [threading.Thread(target=calls[tool], args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    assert counted.entered.wait(10)
+    threading.Event().wait(0.3)  # time for a second call to start, were it let in
+    assert counted.most == 1
+    counted.release.set()
+    for thread in threads:
+        thread.join(10)
+    assert memory.count(namespace="me") == (4 if tool == "remember" else 1)
+    memory.close()
+
+
 async def test_the_anchor_of_after_x_is_marked_for_the_model(memory: RaMem) -> None:
     async with served(memory) as client:
         for at, text in (
