@@ -38,7 +38,7 @@ from ramem_core.types import DEFAULT_K, Evidence, Kind, MemoryUnit, RecallFrame,
 from ramem_core.validation import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, check_moment
 from ramem_mcp import descriptions
 from ramem_mcp.arguments import short, strict
-from ramem_mcp.sharing import RELAYED_NAMESPACE, Shared, method_of
+from ramem_mcp.sharing import RELAYED_NAMESPACE, Shared, method_of, warm
 
 T = TypeVar("T")
 
@@ -309,14 +309,38 @@ Moment = Annotated[
 Id = Annotated[str, Field(description="the memory's id", min_length=1, max_length=MAX_ID_CHARS)]
 
 
-BUSY_CALLS = max(1, (os.cpu_count() or 2) // 2)
-"""How many ``remember`` and ``recall`` calls compute at once; the others wait their turn
-(holding no worker thread) while ``list``, ``show`` and ``forget`` go straight through. Chosen
-by ``benchmarks/bench_mcp.py --part load`` on 2 cores (one per two cores; TUNING.md, issue 55)."""
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the platform says)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
+
+BUSY_CALLS = max(1, _cpus() // 2)
+"""How many ``remember`` and ``recall`` calls compute at once; the others wait their turn
+while ``list``, ``show`` and ``forget`` go straight through. Chosen by
+``benchmarks/bench_mcp.py --part load`` on 2 CPUs (one per two; TUNING.md, issue 55)."""
+
+LONG_TEXT_CHARS = 4_000
+"""A ``remember`` longer than this (four pieces or more: a pasted document, seconds of
+embedding) takes its turn in a lane of its own, one at a time beside the others, instead of
+holding every short call's turn for its whole length (TUNING.md, issue 55)."""
 
 BUSY = frozenset({"remember", "recall"})
 """The tools that compute (anchor, embed, rank): they take turns (:data:`BUSY_CALLS`)."""
+
+
+def is_long(arguments: Mapping[str, Any]) -> bool:
+    """Whether a call with ``arguments`` is a long ``remember`` (:data:`LONG_TEXT_CHARS`)."""
+    text = arguments.get("text")
+    return isinstance(text, str) and len(text) > LONG_TEXT_CHARS
+
+
+def _go_on() -> None:
+    """Raise when the request being served was cancelled (its client gave up while it waited
+    for a turn): the work is not done for nobody."""
+    cancelled = CANCELLED.get()
+    if cancelled is not None and cancelled():
+        raise ToolError("the request was cancelled")
 
 
 class Tools:
@@ -328,9 +352,18 @@ class Tools:
         self.memory = memory
         self.namespace = namespace
         self.clock = clock
-        # the gate of every path to a remember or a recall (a relayed call comes through
-        # the owner's threads, not the server's limiter)
+        # the gates of every path to a remember or a recall (a relayed call comes through
+        # the owner's threads, not the server's limiters)
         self.busy = threading.BoundedSemaphore(BUSY_CALLS)
+        self.long = threading.BoundedSemaphore(1)
+        self._loaded = False
+
+    def _load(self) -> None:
+        """Load what the first remember needs (the anchorer's parser: seconds) before it
+        takes a turn, so that no other call waits for it."""
+        if not self._loaded:
+            warm(self.memory)
+            self._loaded = True
 
     def _ns(self) -> str:
         """The namespace of this request: a relayed call's own (:mod:`.sharing`), the token's
@@ -382,7 +415,8 @@ class Tools:
             raise ToolError(msg)
         moment = parse_moment(at, "at", self.clock)
         kind = Kind.QUESTION if text.rstrip().endswith("?") else None
-        with self.busy:
+        self._load()
+        with self.long if len(text) > LONG_TEXT_CHARS else self.busy:
             unit = _checked(
                 lambda: self.memory.add_turn(
                     speaker,
@@ -412,6 +446,7 @@ class Tools:
         moment = parse_moment(at, "at", self.clock)
         ns = self._ns()
         with self.busy:
+            _go_on()
             found = _checked(lambda: self.memory.recall(question, k=k, at=moment, namespace=ns))
         value = Recalled(frame=_frame(found.frame), memories=[_found(e) for e in found])
         block = dated(self.memory.format(found))
@@ -521,12 +556,15 @@ class RaMemServer(MCPServer):
         return await super().read_resource(uri, context)
 
 
-def _in_worker(fn: Callable[..., Any], turns: anyio.CapacityLimiter) -> Callable[..., Any]:
+def _in_worker(
+    fn: Callable[..., Any], turns: Callable[[Mapping[str, Any]], anyio.CapacityLimiter]
+) -> Callable[..., Any]:
     """Tool ``fn`` (a function the SDK would run in a worker thread of its shared pool, waiting
-    for it to the end) as an async tool that waits for one of ``turns`` without holding a
-    thread, runs ``fn`` in a worker thread of its own and, when the request is cancelled
-    (``notifications/cancelled``, or the client going away), answers at once and tells the
-    work through :data:`CANCELLED`: a ``remember`` not yet written stores nothing."""
+    for it to the end) as an async tool that waits for a turn of ``turns(arguments)`` without
+    holding a thread, runs ``fn`` in a worker thread of its own and, when the request is
+    cancelled (``notifications/cancelled``, or the client going away), answers at once and
+    tells the work through :data:`CANCELLED`: a ``remember`` not yet written stores nothing,
+    a ``recall`` not yet begun is not made."""
 
     @functools.wraps(fn)
     async def tool(**arguments: Any) -> Any:
@@ -534,7 +572,9 @@ def _in_worker(fn: Callable[..., Any], turns: anyio.CapacityLimiter) -> Callable
         token = CANCELLED.set(stop.is_set)
         try:
             return await anyio.to_thread.run_sync(
-                functools.partial(fn, **arguments), abandon_on_cancel=True, limiter=turns
+                functools.partial(fn, **arguments),
+                abandon_on_cancel=True,
+                limiter=turns(arguments),
             )
         except anyio.get_cancelled_exc_class():
             stop.set()
@@ -618,7 +658,11 @@ def build_server(
     if isinstance(memory, Shared):
         server.shared = memory
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    turns = anyio.CapacityLimiter(BUSY_CALLS)
+    short_turns, long_turns = anyio.CapacityLimiter(BUSY_CALLS), anyio.CapacityLimiter(1)
+
+    def turns(arguments: Mapping[str, Any]) -> anyio.CapacityLimiter:
+        return long_turns if is_long(arguments) else short_turns
+
     for name, text, hints in (
         ("remember", descriptions.REMEMBER, ToolAnnotations(open_world_hint=False)),
         ("recall", descriptions.RECALL, reads),

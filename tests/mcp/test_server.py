@@ -516,16 +516,89 @@ def test_calls_relayed_by_threads_take_turns(
         "recall": lambda n: tools.recall(f"Did I see a zebra {n}?"),
     }
     threads = [threading.Thread(target=calls[tool], args=(n,)) for n in range(3)]
-    for thread in threads:
-        thread.start()
-    assert counted.entered.wait(10)
-    threading.Event().wait(0.3)  # time for a second call to start, were it let in
-    assert counted.most == 1
-    counted.release.set()
-    for thread in threads:
-        thread.join(10)
+    try:
+        for thread in threads:
+            thread.start()
+        assert counted.entered.wait(10)
+        threading.Event().wait(0.3)  # time for a second call to start, were it let in
+        assert counted.most == 1
+    finally:
+        counted.release.set()
+        for thread in threads:
+            thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
     assert memory.count(namespace="me") == (4 if tool == "remember" else 1)
     memory.close()
+
+
+async def test_a_long_remember_takes_a_lane_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pasted document (longer than LONG_TEXT_CHARS) never holds the short calls' turn: a
+    short remember is stored while the long one is still being embedded."""
+    from ramem_mcp import server as module
+
+    monkeypatch.setattr(module, "BUSY_CALLS", 1)
+    counted = _CountedEmbedder()
+    memory = RaMem(ChromaStore.persistent(tmp_path / "db", counted), counter=WordCounter())
+    long_text = "I saw a zebra at the park. " * (module.LONG_TEXT_CHARS // 20)
+    try:
+        async with served(memory) as client, anyio.create_task_group() as group:
+
+            async def paste() -> None:
+                await call(client, "remember", speaker="user", text=long_text)
+
+            group.start_soon(paste)
+            assert await anyio.to_thread.run_sync(counted.entered.wait, 10)
+            with anyio.fail_after(10):
+                await call(client, "remember", speaker="user", text="I had tea")
+                found = await call(client, "recall", question="What did I drink?")
+            assert "tea" in found.structured_content["memories"][0]["content"]
+            counted.release.set()
+    finally:
+        counted.release.set()
+    memory.close()
+
+
+def test_a_recall_whose_request_was_cancelled_is_not_made(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall that waited for its turn after its client gave up does no work."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from ramem_mcp import server as module
+
+    made: list[str] = []
+    monkeypatch.setattr(memory, "recall", lambda *a, **k: made.append("recall"))
+    token = module.CANCELLED.set(lambda: True)
+    try:
+        with pytest.raises(ToolError, match="cancelled"):
+            module.Tools(memory, "me").recall("Where do I live?")
+    finally:
+        module.CANCELLED.reset(token)
+    assert made == []
+
+
+def test_the_first_remember_loads_the_parser_before_its_turn(
+    memory: RaMem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parser's load (seconds) happens outside the turns, so no other call waits for it."""
+    from ramem_mcp import server as module
+
+    monkeypatch.setattr(module, "BUSY_CALLS", 1)
+    tools = module.Tools(memory, "me")
+    free: list[bool] = []
+
+    def warm(_memory: RaMem) -> None:
+        took = tools.busy.acquire(blocking=False)
+        free.append(took)
+        if took:
+            tools.busy.release()
+
+    monkeypatch.setattr(module, "warm", warm)
+    tools.remember("user", "I moved to Porto")
+    tools.remember("user", "I like figs")
+    assert free == [True]  # once, and with the turn free
 
 
 async def test_the_anchor_of_after_x_is_marked_for_the_model(memory: RaMem) -> None:
