@@ -6,17 +6,51 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _WRITTEN = re.compile(_WORD.pattern, re.IGNORECASE)  # the same words, as written
 
 
-@lru_cache(maxsize=1)
-def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
+"""The English stop words left out of every lexical key: bm25s's ``STOPWORDS_EN`` (Lucene's
+33), held here so that reading words never imports bm25s, and with it scipy (0.3-0.4 s of a
+process's first recall). A test keeps them equal to bm25s's."""
 
 
 _STEMS: dict[str, str] = {}  # word -> stem, shared by every tokenizer (a rebuild re-stems none)
@@ -31,7 +65,7 @@ class Tokenizer:
 
         self._stem = Stemmer.Stemmer("english").stemWord
         self._cache = _STEMS
-        self._stop = _stopwords()
+        self._stop = STOP_WORDS
 
     @property
     def stop_words(self) -> frozenset[str]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ramem_core.index.bm25 import LexicalIndex
-from ramem_core.index.text import Tokenizer, term_counts
+from ramem_core.index.text import STOP_WORDS, Tokenizer, term_counts
 
 
 def _bm25(docs: list[dict[str, float]], query: list[str], k1: float = 1.5, b: float = 0.75):
@@ -101,6 +101,12 @@ def test_tokenizer_lowercases_stems_and_drops_stop_words() -> None:
         "were",
         "river",
     ]
+
+
+def test_the_stop_words_are_bm25s_english_ones() -> None:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    assert frozenset(STOPWORDS_EN) == STOP_WORDS == Tokenizer().stop_words
 
 
 def test_bulk_extend_scores_like_one_add_at_a_time() -> None:

@@ -77,6 +77,26 @@ def test_import_help_and_an_mcp_initialize_load_no_store_model_or_date_parser() 
     assert _loaded_after(initialized) in ([], ["numpy"])  # the tools' modules read numpy
 
 
+def test_a_first_write_and_recall_import_neither_bm25s_nor_scipy() -> None:
+    """The stop words are the core's own (bm25s imports scipy: 0.3-0.4 s of a process's
+    first recall)."""
+    code = (
+        "import sys, tempfile\n"
+        "from datetime import datetime\n"
+        "from ramem_core import RaMem\n"
+        "from ramem_core.store.chroma import ChromaStore\n"
+        "from ramem_core.testing import HashEmbedder, WordCounter\n"
+        "store = ChromaStore.persistent(tempfile.mkdtemp(), HashEmbedder())\n"
+        "memory = RaMem(store, counter=WordCounter())\n"
+        "memory.add_turn('user', 'I moved to Porto last week', at=datetime(2024, 5, 28), "
+        "namespace='me')\n"
+        "assert memory.recall('Where do I live now?', namespace='me')\n"
+        "print(','.join(m for m in ('bm25s', 'scipy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1:] in ([], [""])
+
+
 def test_errors_form_one_hierarchy() -> None:
     for name in (
         "ConversationFormatError",
