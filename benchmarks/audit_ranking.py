@@ -388,6 +388,7 @@ class Pass:
     purpose: tuple[tuple[str, str | None], ...]
     keys: bool = False  # it changes the episodic keys: the fusion is refitted without it
     elsewhere: str = ""  # what it earned on a benchmark outside the audit, with its command
+    joint: tuple[str, ...] = ()  # passes of one purpose judged together (all removed at once)
 
 
 def _keys(**changes: Any) -> Callable[[RetrievalConfig], RetrievalConfig]:
@@ -404,7 +405,14 @@ PASSES = (
         (*TEMPORAL, ("R@10", None), ("turn@1", None)),
     ),
     Pass("session-context", lambda c: replace(c, session_context=False), TEMPORAL),
+    Pass("when", lambda c: replace(c, time_weight=0.0), TEMPORAL),
     Pass("window-slots", lambda c: replace(c, window_slots=0), TEMPORAL),
+    Pass(
+        "when+window-slots",
+        lambda c: replace(c, time_weight=0.0, window_slots=0),
+        TEMPORAL,
+        joint=("when", "window-slots"),
+    ),
     Pass(
         "supersession",
         lambda c: replace(c, supersession=False),
@@ -475,6 +483,7 @@ GRIDS: dict[str, tuple[Callable[[RetrievalConfig, Any], RetrievalConfig], tuple[
     "members.similarity": (_members, (None, 0.4, 0.5, 0.6)),
     "validity_pool": (_set("validity_pool"), (10, 20, 30)),
     "window_slots": (_set("window_slots"), (0, 1, 2, 3)),
+    "time_weight": (_set("time_weight"), (0.0, 0.25, 0.5, 1.0)),
     "anchor_min_similarity": (_set("anchor_min_similarity"), (0.3, 0.35, 0.4)),
 }
 """Each tuned constant's grid (the shipped value among them), chosen per fold."""
@@ -611,6 +620,21 @@ def verdict(
         "earned_by": (earned or [f"may earn {', '.join(may_earn[:3])}"]) if keep else earned,
         "hurts": hurt,
     }
+
+
+def jointly(passes: dict[str, dict[str, Any]]) -> None:
+    """Passes of one purpose that each earn nothing alone but whose joint removal costs it
+    (the joint pass keeps) are kept together: one alone can stand in for the other, and
+    removing them one at a time would remove both."""
+    for entry in (p for p in PASSES if p.joint and p.name in passes):
+        joint = passes[entry.name]
+        if not joint["keep"]:
+            continue
+        for name in entry.joint:
+            alone = passes.get(name)
+            if alone is not None and not alone["keep"] and not alone["hurts"]:
+                alone["keep"] = True
+                alone["earned_by"] = [f"jointly ({entry.name}: {'; '.join(joint['earned_by'])})"]
 
 
 # --------------------------------------------------------------------------- latency
@@ -774,6 +798,7 @@ def main() -> None:
         judged = verdict(table, p.purpose, p.elsewhere, shipped=p in PASSES)
         result["passes"][p.name] = {"table": table, **judged}
         _print_pass(p.name, result["passes"][p.name])
+    jointly(result["passes"])
     for name, (setter, grid) in GRIDS.items():
         if args.no_grids or (only and name not in only):
             continue

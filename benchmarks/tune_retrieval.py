@@ -80,6 +80,9 @@ def main() -> None:
                 f"speaker={w}": replace(base, keys=EpisodicKeys(speaker_weight=w))
                 for w in (0.0, 0.25, 0.5, 1.0, 2.0)
             },
+            "time_weight": {
+                f"time={w}": replace(base, time_weight=w) for w in (0.0, 0.25, 0.5, 1.0)
+            },
             "window_slots": {f"slots={n}": replace(base, window_slots=n) for n in (0, 1, 2, 3, 5)},
         }
         results = {}

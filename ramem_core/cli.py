@@ -682,7 +682,7 @@ def _eval_command(sub: Any, common: list[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--ablate",
         help="comma-separated: shuffle-context, no-session, no-context-ranking, no-keys, "
-        "no-neighbours, no-window, no-speaker, no-slots, no-fusion, no-supersession, "
+        "no-neighbours, no-window, no-speaker, no-when, no-slots, no-fusion, no-supersession, "
         "no-restate, "
         "no-second-round, no-context-synthesis",
     )

@@ -72,7 +72,8 @@ _DISTANCE = re.compile(
 )
 
 
-# "When did ...", "What year did ...", "How long ago ...": the question asks for a time.
+# "When did ...", "What year did ...", "How long ago ...": the question asks for a time, so
+# its evidence is a memory that says when (an event time or a time it mentions).
 _ASKS_TIME = re.compile(
     r"^\W*(?:when\b|(?:(?:on|in|at)\s+)?(?:what|which)\s+(?:time|date|day|year|month)\b"
     r"|how\s+long\s+ago\b)",

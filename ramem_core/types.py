@@ -264,8 +264,8 @@ class RecallFrame:
         now: the query's time: the caller's, else the end of the memory's last session.
         times: time constraints, grounded or not (only grounded ones are used).
         participants: people who tell episodes apart, named by the question (a condition).
-        asks_when: the question asks *when* ("When did Ana move?"): its answer is a time
-            (told to the caller; the ranking does not read it).
+        asks_when: the question asks *when* ("When did Ana move?"): memories that say when
+            rank higher.
         speakers: people the question names who speak in the memory (not a condition: their
             memories rank higher, "What has Melanie painted?").
         asks_dialogue: the question asks what was said to or by the agent ("What did you
@@ -317,7 +317,7 @@ class RecallFrame:
         if self.speakers:
             lines.append(f"names who speaks: {', '.join(self.speakers)}")
         if self.asks_when:
-            lines.append("asks when: the answer is a time")
+            lines.append("asks when: memories that say when rank higher")
         if self.asks_dialogue:
             lines.append("asks what was said to or by the agent: questions and replies count")
         for part in self.parts:

@@ -10,7 +10,8 @@ Ablations are configurations too: ``shuffle-context`` (episodic contexts permute
 contents kept; stored in a second namespace), ``no-session`` (session spans unused),
 ``no-context-ranking`` (the recall frame unused), ``no-keys`` (no episodic keys: the frame
 alone), ``no-neighbours``, ``no-window`` and ``no-speaker`` (one episodic key off each),
-``no-slots`` (no window memories from
+``no-when`` (no bonus
+for memories that say when, on questions asking when), ``no-slots`` (no window memories from
 below the relevant pool), ``no-second-round`` (no second round for questions about several
 things of one kind, :mod:`ramem_core.retrieval.members`) and ``no-context-synthesis``
 (the generator gets plain text; differs from ``ramem`` only in tokens and answers).
@@ -69,6 +70,7 @@ ABLATIONS: dict[str, RetrievalConfig] = {
     "no-neighbours": RetrievalConfig(keys=EpisodicKeys(neighbours=())),
     "no-window": RetrievalConfig(keys=EpisodicKeys(window=0)),
     "no-speaker": RetrievalConfig(keys=EpisodicKeys(speaker_weight=0.0)),
+    "no-when": RetrievalConfig(time_weight=0.0),
     "no-slots": RetrievalConfig(window_slots=0),
     "no-fusion": RetrievalConfig(fusion=None),
     "no-supersession": RetrievalConfig(supersession=False),

@@ -33,6 +33,10 @@ class RetrievalConfig:
         window_padding: a frame's time windows are widened by this much on each side for
             ranking (LongMemEval's reference implementation pads by two days).
         anchor_min_similarity: cosine needed to accept a memory as a relation's anchor event.
+        time_weight: when the frame asks *when* (:attr:`RecallFrame.asks_when`), memories
+            that say when (an event time or a mentioned time) gain
+            ``time_weight / (rrf_k + 1)``; part of the frame, off with ``context_ranking``
+            (grid ``time_weight``; kept by the audit under the symmetric ruling, TUNING.md).
         window_slots: when the frame has a time window, this many of the window's best
             memories *below* the relevant pool join the frame-consistent ones ahead: the
             filtered search of the paper's stage 3, kept small so that a wide or wrong window
@@ -118,6 +122,7 @@ class RetrievalConfig:
     validity_pool: int = 20
     window_padding: timedelta = timedelta(days=2)
     anchor_min_similarity: float = 0.35
+    time_weight: float = 0.5
     window_slots: int = 2
     derived_last: float | None = 0.5
     derived_yield: bool = True
@@ -137,6 +142,9 @@ class RetrievalConfig:
     def __post_init__(self) -> None:
         if not (self.dense or self.lexical):
             msg = "retrieval needs dense or lexical retrieval switched on"
+            raise InvalidInputError(msg)
+        if self.time_weight < 0:
+            msg = f"time_weight must not be negative, got {self.time_weight}"
             raise InvalidInputError(msg)
         if self.validity_pool < 1 or self.depth < 1 or self.rrf_k < 0 or self.window_slots < 0:
             msg = (

@@ -22,7 +22,7 @@ from ramem_core.retrieval.config import RetrievalConfig
 from ramem_core.retrieval.fusion import Fusion, fusion_features, reranked
 from ramem_core.retrieval.kinds import Kinds, KindVectors
 from ramem_core.retrieval.passes.base import Facts
-from ramem_core.retrieval.ranking import Probe, Ranking, content_ranking, ranks
+from ramem_core.retrieval.ranking import Probe, Ranking, asks_when, content_ranking, ranks
 from ramem_core.retrieval.supersession import chains
 from ramem_core.states import asks_plan
 from ramem_core.types import RecallFrame
@@ -114,7 +114,8 @@ def fusion_inputs(
     """The rows ``fusion`` re-ranks in ``ranking`` and their features: statements only (it
     was fitted on them; questions and replies keep their places)."""
     rows = fusion.rows(ranking, ~snap.derived)
-    return rows, fusion_features(ranking, rows, snap, cosines, config.rrf_k)
+    when = asks_when(frame, config)
+    return rows, fusion_features(ranking, rows, snap, cosines, when, config.rrf_k)
 
 
 def fused(

@@ -35,6 +35,7 @@ FUSION_FEATURES = (
     "length",
     "dense_long",
     "lexical_long",
+    "timed",
     "place",
 )
 """What a learned fusion reads of each candidate, by name (:func:`fusion_features`)."""
@@ -118,13 +119,14 @@ def fusion_features(
     rows: Sequence[int],
     snap: Snapshot,
     cosines: Scores,
+    asks_when: bool,
     rrf_k: int,
 ) -> dict[str, Column]:
     """The :data:`FUSION_FEATURES` of the memories at ``rows`` (the content ranking's best,
     best first), by name: every signal's reciprocal rank scaled to (0, 1], the raw cosines and
     BM25 (scaled by the candidates' best), the own words' count (log, scaled) and its products
     with the rank signals (long, self-contained memories may trust their own content more),
-    and its place."""
+    whether the memory says when for a question asking when, and its place."""
     at = np.asarray(rows, dtype=np.int64)
     n, scale = len(at), float(rrf_k + 1)
     zero = np.zeros(n)
@@ -148,6 +150,7 @@ def fusion_features(
     }
     for name in ("dense", "lexical"):
         out[f"{name}_long"] = out[name] * out["length"]
+    out["timed"] = np.asarray(snap.timed[at], dtype=np.float64) if asks_when else zero
     out["place"] = scale / (scale + np.arange(n))
     return out
 

@@ -3,13 +3,13 @@
 A dense ranking (``cos(turn) + cos(window)``) and a lexical one (BM25 of the episodic keys)
 are fused by reciprocal rank, plus a bonus for memories said by a person the question names
 (see :class:`~ramem_core.index.episodic.EpisodicKeys`). Nothing here knows about the recall
-frame.
+frame except the "says when" bonus, which the frame asks for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -39,6 +39,8 @@ class RankingSettings(Protocol):
     def lexical(self) -> bool: ...
     @property
     def context_ranking(self) -> bool: ...
+    @property
+    def time_weight(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,12 +175,18 @@ def rank(
     return Ranking(fused, dense, lexical, parts)
 
 
+def asks_when(frame: RecallFrame, config: RankingSettings) -> bool:
+    """Whether memories that say when count for ``frame``: it asks when, and the time bonus
+    (part of the frame) is on."""
+    return frame.asks_when and config.context_ranking and config.time_weight > 0
+
+
 def content_ranking(
     snap: Snapshot, frame: RecallFrame, probe: Probe, config: RankingSettings, *, yielding: bool
 ) -> Ranking:
-    """The content ranking of ``frame``'s question; ``yielding``: recorded questions and
-    replies are ranked apart."""
-    return rank(
+    """The content ranking of ``frame``'s question, with the when-bonus; ``yielding``: recorded
+    questions and replies are ranked apart."""
+    ranking = rank(
         snap,
         frame.query,
         probe.vector,
@@ -187,3 +195,7 @@ def content_ranking(
         speakers=frame.speakers,
         apart=snap.derived if yielding else None,
     )
+    if asks_when(frame, config):
+        bonus = np.where(snap.timed, config.time_weight / (config.rrf_k + 1), 0.0)
+        ranking = replace(ranking, fused=ranking.fused + bonus.astype(np.float32))
+    return ranking

@@ -3,6 +3,7 @@ neighbours and its session, its own content puts it first, recorded exchanges ra
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
@@ -13,6 +14,7 @@ from ramem_core import (
     RetrievalConfig,
 )
 from ramem_core.index.episodic import CONTENT_KEYS, EpisodicKeys
+from ramem_core.retrieval.fusion import LEARNED_FUSION
 from tests.builders import session
 from tests.conftest import content_only, two_trips
 
@@ -108,3 +110,48 @@ def test_rows_ranked_apart_take_no_rank_from_the_others(memory: RaMem) -> None:
     )
     mixed = dense_only.rank(snap, query, vector)  # without: the questions take their ranks
     assert not np.allclose(mixed.fused[stated], together.fused[stated])
+
+
+def test_a_question_asking_when_prefers_the_memory_that_says_when(memory: RaMem) -> None:
+    # two sessions tell of the same move; only one turn says when it happened
+    memory.add_conversation(
+        Conversation(
+            "c",
+            (
+                session(
+                    "A",
+                    datetime(2023, 3, 5),
+                    "Ana: Ana moved to Lisbon. Ana loves Lisbon, the move was good.",
+                ),
+                session("B", datetime(2023, 3, 12), "Ana: I moved there last week with my cat."),
+            ),
+        )
+    )
+    said_when = {"B:1"}
+
+    def first(config: RetrievalConfig, query: str) -> set[str]:
+        fixed = replace(config, fusion=None)  # the bonus of the fixed fusion (learned: below)
+        return set(RaMem(memory.store, config=fixed).recall(query, k=1)[0].unit.source_ids)
+
+    no_bonus = RetrievalConfig(time_weight=0.0)
+    assert first(no_bonus, "When did Ana move to Lisbon?") != said_when  # content prefers A
+    assert first(RetrievalConfig(), "When did Ana move to Lisbon?") == said_when
+    assert first(RetrievalConfig(), "Where did Ana move to, Lisbon?") != said_when  # not "when"
+    frame_off = RetrievalConfig(context_ranking=False)
+    assert first(frame_off, "When did Ana move to Lisbon?") != said_when  # part of the frame
+    # the learned fusion reads "says when" only where the bonus would be given
+    snap = memory.snapshots.get(memory.namespace)
+    fusion = replace(LEARNED_FUSION, candidates=5)
+
+    def says_when(config: RetrievalConfig, query: str) -> list[float]:
+        retriever = RaMem(memory.store, config=config).retriever
+        rows, features = retriever.fusion_candidates(snap, memory.frame(query), fusion)
+        return [features["timed"][rows.index(snap.position[u.id])] for u in snap.units]
+
+    assert sorted(says_when(RetrievalConfig(), "When did Ana move to Lisbon?")) == [0.0, 1.0]
+    for config, query in [
+        (RetrievalConfig(), "Where did Ana move to, Lisbon?"),
+        (no_bonus, "When did Ana move to Lisbon?"),
+        (frame_off, "When did Ana move to Lisbon?"),
+    ]:
+        assert says_when(config, query) == [0.0, 0.0]

@@ -170,6 +170,7 @@ def test_recall_reads_one_snapshot_for_its_frame_and_its_ranking(
     [
         {"window_slots": -1},
         {"validity_pool": 0},
+        {"time_weight": -0.5},
         {"dense": False, "lexical": False},
     ],
 )
