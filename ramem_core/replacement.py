@@ -138,7 +138,7 @@ def pair_features(
     cos = np.einsum("ij,ij->i", s.vectors[i], s.vectors[j]).astype(np.float64)
     mi, mj, cj = s.mood[i], s.mood[j], s.cues[j]
     days = np.maximum(s.said[j] - s.said[i], 0) / 86_400.0
-    told = (s.event_end[j] != 0) & (s.event_end[j] < s.said[i])
+    told = ended_before(s, i, j)
     ahead = (s.event_start[j] != 0) & (s.event_start[j] > s.said[j])
     vi = [s.values[k] for k in i.tolist()]
     vj = [s.values[k] for k in j.tolist()]
@@ -201,6 +201,16 @@ def same_owner(
     return out
 
 
+def ended_before(
+    s: Statements, earlier: npt.NDArray[np.int64], later: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Per pair, whether the later statement's event time (where it has one) ended before
+    the earlier one was said (an event time of any year: 0 stands for none)."""
+    ended = s.event_end[later]
+    out: npt.NDArray[np.bool_] = (ended != 0) & (ended < s.said[earlier])
+    return out
+
+
 def told_before(
     s: Statements, earlier: npt.NDArray[np.int64], later: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.bool_]:
@@ -210,8 +220,7 @@ def told_before(
     mood (:attr:`~ramem_core.reading.Mood.PAST_STORY`) and its event time; a correction
     ("Actually I moved to Porto last month") is no story and keeps its pair."""
     story = (s.mood[later] & int(Mood.PAST_STORY)) != 0
-    ended = s.event_end[later]
-    out: npt.NDArray[np.bool_] = story & (ended > 0) & (ended < s.said[earlier])
+    out: npt.NDArray[np.bool_] = story & ended_before(s, earlier, later)
     return out
 
 

@@ -14,6 +14,7 @@ list, right after its successor, labelled (:class:`~ramem_core.types.Supersessio
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -74,7 +75,7 @@ class Chains:
         "Got the keys to a cottage in Haarlem" no home); and those at least ``any_kind``
         likely whatever their kinds (:attr:`~ramem_core.retrieval.config.RetrievalConfig.
         order_any_kind`). ``bits``: each row's kinds."""
-        anyway = 2.0 if any_kind is None else max(any_kind, threshold)
+        anyway = math.inf if any_kind is None else max(any_kind, threshold)
         return self._where(
             lambda row, later, p, kind: (
                 p >= anyway

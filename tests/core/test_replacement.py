@@ -398,17 +398,19 @@ def test_a_story_of_a_time_over_before_the_earlier_was_said_replaces_nothing() -
         return MemoryUnit(text, f"user: {text}", context)
 
     year_2016 = TimeSpan(datetime(2016, 1, 1), datetime(2016, 12, 31, 23, 59), Granularity.YEAR)
+    year_1965 = TimeSpan(datetime(1965, 1, 1), datetime(1965, 12, 31, 23, 59), Granularity.YEAR)
     may = TimeSpan(datetime(2024, 5, 1), datetime(2024, 5, 31, 23, 59), Granularity.MONTH)
     units = [
         said("I work at Acme.", JAN, None, Mood(0)),
         said("Back in 2016 I worked at a bakery.", JUNE, year_2016, Mood.PAST_STORY),
         said("Actually I left Acme in 2016.", JUNE, year_2016, Mood(0)),
         said("Back in May I started at Globex.", JUNE, may, Mood.PAST_STORY),
+        said("Back in 1965 I worked at a mine.", JUNE, year_1965, Mood.PAST_STORY),  # before 1970
     ]
-    s = statements(units, np.eye(4, 8, dtype=np.float32), np.zeros(4, dtype=np.int64))
-    earlier, later = np.zeros(3, dtype=np.int64), np.array([1, 2, 3])
-    assert told_before(s, earlier, later).tolist() == [True, False, False]
-    assert may_replace(s, earlier, later).tolist() == [False, True, True]
+    s = statements(units, np.eye(5, 8, dtype=np.float32), np.zeros(5, dtype=np.int64))
+    earlier, later = np.zeros(4, dtype=np.int64), np.array([1, 2, 3, 4])
+    assert told_before(s, earlier, later).tolist() == [True, False, False, True]
+    assert may_replace(s, earlier, later).tolist() == [False, True, True, False]
 
 
 def test_a_story_of_back_then_does_not_stop_a_state_held_since(store: ChromaStore) -> None:
