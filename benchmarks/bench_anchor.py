@@ -28,8 +28,6 @@ per measure (paired bootstrap 95% intervals).
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 import time
 from dataclasses import replace
@@ -37,8 +35,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from scenario_runs import paired, run_variants, write
+
 from ramem_core import RaMem, RetrievalConfig
-from ramem_core.evaluation.stats import paired_bootstrap
 from ramem_core.types import Relation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,42 +119,31 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def paired(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, list[float]]:
-    """``a`` minus ``b`` per measure both runs have for a scenario (paired bootstrap 95%)."""
-    out = {}
-    for m in MEASURES:
-        both = [(x[m], y[m]) for x, y in zip(a, b, strict=True) if m in x and m in y]
-        p = paired_bootstrap([x for x, _ in both], [y for _, y in both])
-        if p is not None:
-            out[m] = [round(p.diff, 3), round(p.low, 3), round(p.high, 3)]
-    return out
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"of {', '.join(VARIANTS)}")
-    parser.add_argument("--scenarios", type=Path, default=SCENARIOS)
-    parser.add_argument("--out", type=Path, default=RESULT)
-    args = parser.parse_args()
-    if not args.scenarios.exists():
-        print(f"skipped: {args.scenarios} is missing")
-        return
-    scenarios = json.loads(args.scenarios.read_text(encoding="utf-8"))["scenarios"]
-    result: dict[str, Any] = {"command": "python benchmarks/bench_anchor.py", "runs": {}}
-    for name in args.variants.split(","):
-        print(f"{name}:", flush=True)
-        rows = run(VARIANTS[name], scenarios)
-        result["runs"][name] = {"table": table(rows), "rows": rows}
-        for group, cell in result["runs"][name]["table"].items():
+    def show(tabled: dict[str, Any]) -> None:
+        for group, cell in tabled.items():
             print(f"  {group:6}" + "  ".join(f"{m} {cell[m]}" for m in MEASURES))
+
+    done = run_variants(
+        __doc__,
+        "python benchmarks/bench_anchor.py",
+        VARIANTS,
+        run,
+        table,
+        show,
+        scenarios=SCENARIOS,
+        out=RESULT,
+    )
+    if done is None:
+        return
+    result, out = done
     runs = result["runs"]
     if "ramem" in runs and "no-anchor-after" in runs:
         result["ramem_minus_no_anchor_after"] = paired(
-            runs["ramem"]["rows"], runs["no-anchor-after"]["rows"]
+            runs["ramem"]["rows"], runs["no-anchor-after"]["rows"], MEASURES
         )
         print("ramem - no-anchor-after:", result["ramem_minus_no_anchor_after"])
-    args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
-    print(f"wrote {args.out}")
+    write(result, out)
 
 
 if __name__ == "__main__":

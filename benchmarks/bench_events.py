@@ -23,8 +23,6 @@ Writes ``benchmarks/results/bench_events.json``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 import time
 from datetime import datetime
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_states import DEFAULT_VARIANTS, VARIANTS, add_turns, claims_held
+from scenario_runs import run_variants, write
 
 from ramem_core import RaMem, RetrievalConfig
 
@@ -77,24 +76,22 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"of {', '.join(VARIANTS)}")
-    parser.add_argument("--scenarios", type=Path, default=SCENARIOS)
-    parser.add_argument("--out", type=Path, default=RESULT)
-    args = parser.parse_args()
-    if not args.scenarios.exists():
-        print(f"skipped: {args.scenarios} is missing")
-        return
-    scenarios = json.loads(args.scenarios.read_text(encoding="utf-8"))["scenarios"]
-    result: dict[str, Any] = {"command": "python benchmarks/bench_events.py", "runs": {}}
-    for name in args.variants.split(","):
-        print(f"{name}:", flush=True)
-        rows = run(VARIANTS[name], scenarios)
-        result["runs"][name] = {"table": table(rows), "rows": rows}
-        cell = result["runs"][name]["table"]
+    def show(cell: dict[str, Any]) -> None:
         print("  " + "  ".join(f"{m} {cell[m]} (n={cell[m + '_n']})" for m in MEASURES))
-    args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
-    print(f"wrote {args.out}")
+
+    done = run_variants(
+        __doc__,
+        "python benchmarks/bench_events.py",
+        VARIANTS,
+        run,
+        table,
+        show,
+        scenarios=SCENARIOS,
+        out=RESULT,
+        default=DEFAULT_VARIANTS,
+    )
+    if done is not None:
+        write(*done)
 
 
 if __name__ == "__main__":

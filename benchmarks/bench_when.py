@@ -26,7 +26,6 @@ the top 10 of the scenario's messages: ``answer_first``, ``answer@3`` and
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
@@ -35,8 +34,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from scenario_runs import paired, run_variants, write
+
 from ramem_core import RaMem, RetrievalConfig
-from ramem_core.evaluation.stats import paired_bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "benchmarks" / "data" / "when_scenarios.json"
@@ -96,42 +96,33 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def paired(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
-    """``a`` minus ``b`` per kind and measure (paired bootstrap 95%)."""
-    out: dict[str, Any] = {}
-    for kind in KINDS:
-        pairs = [(x, y) for x, y in zip(a, b, strict=True) if kind == "all" or x["kind"] == kind]
-        out[kind] = {}
-        for m in MEASURES:
-            p = paired_bootstrap([x[m] for x, _ in pairs], [y[m] for _, y in pairs])
-            if p is not None:
-                out[kind][m] = [round(p.diff, 3), round(p.low, 3), round(p.high, 3)]
-    return out
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"of {', '.join(VARIANTS)}")
-    parser.add_argument("--scenarios", type=Path, default=SCENARIOS)
-    parser.add_argument("--out", type=Path, default=RESULT)
-    args = parser.parse_args()
-    if not args.scenarios.exists():
-        print(f"skipped: {args.scenarios} is missing")
-        return
-    scenarios = json.loads(args.scenarios.read_text(encoding="utf-8"))["scenarios"]
-    result: dict[str, Any] = {"command": "python benchmarks/bench_when.py", "runs": {}}
-    for name in args.variants.split(","):
-        print(f"{name}:", flush=True)
-        rows = run(VARIANTS[name], scenarios)
-        result["runs"][name] = {"table": table(rows), "rows": rows}
-        for kind, cell in result["runs"][name]["table"].items():
+    def show(tabled: dict[str, Any]) -> None:
+        for kind, cell in tabled.items():
             print(f"  {kind:12}" + "  ".join(f"{m} {cell[m]}" for m in ("n", *MEASURES)))
+
+    done = run_variants(
+        __doc__,
+        "python benchmarks/bench_when.py",
+        VARIANTS,
+        run,
+        table,
+        show,
+        scenarios=SCENARIOS,
+        out=RESULT,
+    )
+    if done is None:
+        return
+    result, out = done
     runs = result["runs"]
     if "ramem" in runs and "no-when" in runs:
-        result["ramem_minus_no_when"] = paired(runs["ramem"]["rows"], runs["no-when"]["rows"])
+        a, b = runs["ramem"]["rows"], runs["no-when"]["rows"]
+        result["ramem_minus_no_when"] = {
+            kind: paired(a, b, MEASURES, lambda row, k=kind: k in ("all", row["kind"]))
+            for kind in KINDS
+        }
         print("ramem - no-when:", json.dumps(result["ramem_minus_no_when"]))
-    args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
-    print(f"wrote {args.out}")
+    write(result, out)
 
 
 if __name__ == "__main__":

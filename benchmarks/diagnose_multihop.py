@@ -13,6 +13,9 @@ the session of an evidence turn found in the top 10; and how many evidence turns
 question has. Prints the shares per rank bucket and writes
 ``benchmarks/results/diagnose_multihop.json``. It reads misses of the dev data, so it
 chooses nothing: any part it suggests must win in the audit, refitted per fold.
+``ceiling_multihop.py`` (issue 33) buckets the same ranks for the shipped system of
+``ramem eval locomo`` with the oracle of a reorder; this one uses the audit's fold systems
+and reads what ties each missed turn to the question.
 """
 
 from __future__ import annotations

@@ -329,9 +329,8 @@ BUSY = frozenset({"remember", "recall"})
 """The tools that compute (anchor, embed, rank): they take turns (:data:`BUSY_CALLS`)."""
 
 
-def is_long(arguments: Mapping[str, Any]) -> bool:
-    """Whether a call with ``arguments`` is a long ``remember`` (:data:`LONG_TEXT_CHARS`)."""
-    text = arguments.get("text")
+def is_long(text: object) -> bool:
+    """Whether ``text`` makes a long ``remember`` (:data:`LONG_TEXT_CHARS`)."""
     return isinstance(text, str) and len(text) > LONG_TEXT_CHARS
 
 
@@ -416,7 +415,7 @@ class Tools:
         moment = parse_moment(at, "at", self.clock)
         kind = Kind.QUESTION if text.rstrip().endswith("?") else None
         self._load()
-        with self.long if len(text) > LONG_TEXT_CHARS else self.busy:
+        with self.long if is_long(text) else self.busy:
             unit = _checked(
                 lambda: self.memory.add_turn(
                     speaker,
@@ -661,7 +660,7 @@ def build_server(
     short_turns, long_turns = anyio.CapacityLimiter(BUSY_CALLS), anyio.CapacityLimiter(1)
 
     def turns(arguments: Mapping[str, Any]) -> anyio.CapacityLimiter:
-        return long_turns if is_long(arguments) else short_turns
+        return long_turns if is_long(arguments.get("text")) else short_turns
 
     for name, text, hints in (
         ("remember", descriptions.REMEMBER, ToolAnnotations(open_world_hint=False)),
