@@ -184,12 +184,20 @@ AB_ROUNDS = 3
 
 def first_ab(directory: str, size: int, other: Path) -> dict[str, Any]:
     """The first recall of this tree and of ``other`` (a checkout) over the same memory, with
-    Chroma's own, alternating, :data:`AB_ROUNDS` rounds: seconds per round and medians."""
+    Chroma's own, alternating, :data:`AB_ROUNDS` rounds: seconds per round and medians.
+
+    ``other`` reads a copy of the imported directory with its own snapshot file (a checkout
+    of another file format would otherwise take this tree's file for a stale one and replace
+    it): its file is written by one first recall before the rounds, not timed."""
+    copy = str(Path(directory).parent / "other-memory")
+    shutil.copytree(directory, copy, ignore=shutil.ignore_patterns("ramem-snapshots"))
+    child("ramem_first", copy, size, False, tree=other)  # builds and writes its own file
     runs: dict[str, list[float]] = {"this": [], "other": [], "chroma": []}
     for _ in range(AB_ROUNDS):
         runs["chroma"].append(child("chroma_first", directory, f"ramem_{NAMESPACE}")["first_s"])
-        for name, tree in (("this", ROOT), ("other", other)):
-            runs[name].append(child("ramem_first", directory, size, False, tree=tree)["first_s"])
+        for name, tree, held in (("this", ROOT, directory), ("other", other, copy)):
+            runs[name].append(child("ramem_first", held, size, False, tree=tree)["first_s"])
+    shutil.rmtree(copy, ignore_errors=True)
     return {
         "other": str(other),
         "runs": runs,

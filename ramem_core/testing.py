@@ -333,7 +333,7 @@ def rewrite_snapshot_file(
     import io
     import json
 
-    from ramem_core.index.files import _bytes, _digest, pack, unpack
+    from ramem_core.index.files import _block_digests, _bytes, _digest, pack, unpack
 
     with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as data:
         header = json.loads(bytes(data["header"]))
@@ -346,7 +346,9 @@ def rewrite_snapshot_file(
     table, blob = pack([arrays[f"a{i}"] for i in range(len(arrays))])
     tree = _bytes({"arrays": table, "root": whole["root"]})
     if digest:
-        header["digest"] = _digest(tree.tobytes(), blob)
+        blocks = _block_digests(blob)
+        header["blocks"] = blocks.hex()
+        header["digest"] = _digest(tree.tobytes(), blocks)
     with (target or path).open("wb") as file:
         np.savez(file, header=_bytes(header), tree=tree, data=blob)
 

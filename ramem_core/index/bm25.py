@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ramem_core.index.shared import Rows
+from ramem_core.index.shared import Check, Rows
 from ramem_core.index.text import term_counts
 
 Scores = npt.NDArray[np.float32]
@@ -121,6 +121,16 @@ class LexicalIndex:
     def size(self) -> int:
         """Number of document ids (removed ones included)."""
         return self._n
+
+    def attach(self, check: Check) -> list[npt.NDArray[Any]]:
+        """Have what a loaded file's index reads a term or a document at a time (posting
+        slices, document counts) verified by ``check`` when read; returns the arrays now read
+        lazily."""
+        self._base.check = check
+        lazy: list[npt.NDArray[Any]] = [self._base._docs, self._base._tfs]
+        if isinstance(self._docs, FrozenDocs):
+            lazy += self._docs.attach(check)
+        return lazy
 
     def validate(self, what: str = "lexical index") -> None:
         """Raise ``ValueError`` naming the first inconsistency of this index's arrays (a
@@ -485,7 +495,7 @@ class _Columns:
     from a file); a term's slices are made when it is first asked for, so loading an index
     makes no per-term objects."""
 
-    __slots__ = ("_at", "_bounds", "_docs", "_tfs")
+    __slots__ = ("_at", "_bounds", "_docs", "_tfs", "check")
 
     def __init__(
         self,
@@ -495,13 +505,18 @@ class _Columns:
         tfs: npt.NDArray[np.float32],
     ) -> None:
         self._at, self._bounds, self._docs, self._tfs = at, bounds, docs, tfs
+        self.check: Check | None = None  # a loaded file's: verifies a term's slices
 
     def get(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
         i = self._at.get(term)
         if i is None:
             return None
         first, last = self._bounds[i], self._bounds[i + 1]
-        return self._docs[first:last], self._tfs[first:last]
+        docs, tfs = self._docs[first:last], self._tfs[first:last]
+        if self.check is not None:
+            self.check(docs)
+            self.check(tfs)
+        return docs, tfs
 
     def __getitem__(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         found = self.get(term)
@@ -522,6 +537,9 @@ class _Columns:
         self,
     ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """The terms by number, the bounds of each one's postings, and the two columns."""
+        if self.check is not None:  # a loaded file's: never copy damage into a new file
+            self.check(self._docs)
+            self.check(self._tfs)
         terms = sorted(self._at, key=self._at.__getitem__)
         return terms, np.asarray(self._bounds, dtype=np.int64), self._docs, self._tfs
 
@@ -546,7 +564,7 @@ class FrozenDocs:
     ``append`` and ``prefix`` (removals are the index's own alive mask, never written here).
     """
 
-    __slots__ = ("_alive", "_extra", "_offsets", "_terms", "_tfs", "_vocabulary")
+    __slots__ = ("_alive", "_extra", "_offsets", "_terms", "_tfs", "_vocabulary", "check")
 
     def __init__(
         self,
@@ -562,10 +580,14 @@ class FrozenDocs:
         self._tfs = tfs
         self._alive = alive
         self._extra: list[dict[str, float] | None] = []
+        self.check: Check | None = None  # a loaded file's: verifies a document's slices
 
     def __getstate__(self) -> tuple[object, ...]:
         if self._extra:
             raise TypeError("only an unchanged FrozenDocs is pickled (LexicalIndex makes one)")
+        if self.check is not None:  # a loaded file's: never copy damage into a new file
+            self.check(self._terms)
+            self.check(self._tfs)
         return (self._vocabulary, self._offsets, self._terms, self._tfs, self._alive)
 
     def __setstate__(self, state: tuple[object, ...]) -> None:
@@ -581,11 +603,12 @@ class FrozenDocs:
         if not self._alive[doc]:
             return None
         lo, hi = int(self._offsets[doc]), int(self._offsets[doc + 1])
+        terms, tfs = self._terms[lo:hi], self._tfs[lo:hi]
+        if self.check is not None:
+            self.check(terms)
+            self.check(tfs)
         words = self._vocabulary
-        return {
-            words[t]: tf
-            for t, tf in zip(self._terms[lo:hi].tolist(), self._tfs[lo:hi].tolist(), strict=True)
-        }
+        return {words[t]: tf for t, tf in zip(terms.tolist(), tfs.tolist(), strict=True)}
 
     def append(self, counts: dict[str, float] | None) -> None:
         self._extra.append(counts)
@@ -614,4 +637,11 @@ class FrozenDocs:
         """A copy holding the first ``n`` documents (sharing the arrays)."""
         new = FrozenDocs(self._vocabulary, self._offsets, self._terms, self._tfs, self._alive)
         new._extra = self._extra[: max(0, n - len(self._alive))]
+        new.check = self.check
         return new
+
+    def attach(self, check: Check) -> list[npt.NDArray[Any]]:
+        """Have each document's slices verified by ``check`` when read; returns the arrays
+        now read lazily."""
+        self.check = check
+        return [self._terms, self._tfs]

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from ramem_core.index import products
 from ramem_core.index.bm25 import LexicalIndex, Scores, as_columns
-from ramem_core.index.shared import Rows
+from ramem_core.index.shared import Check, Rows
 from ramem_core.index.text import Tokenizer, add_weighted, term_counts
 from ramem_core.types import MemoryUnit
 
@@ -425,6 +425,11 @@ class EpisodicIndex:
             patch = {}
         self._patch = patch
 
+    def attach(self, check: Check) -> list[npt.NDArray[Any]]:
+        """Have the lexical and own-words indexes of a loaded file verify what they read a
+        piece at a time (:meth:`LexicalIndex.attach`); returns the arrays now read lazily."""
+        return self.lexical.attach(check) + self.own.attach(check)
+
     def validate(self, n: int, vectors: npt.NDArray[np.float32] | None) -> None:
         """Raise ``ValueError`` naming the first inconsistency with ``n`` memories and the
         snapshot's ``vectors`` (a loaded file is checked with this)."""
@@ -469,9 +474,18 @@ class EpisodicIndex:
         del state["own_counts"], state["tokenize"], state["_neighbour_rows"], state["_scale_rows"]
         state["_patch_arrays"] = None
         del state["_columns"]  # made on first use
+        keys = list(self.session_number)  # as columns: one object per session costs a load
+        state["session_number"] = {
+            "conversations": [k[0] for k in keys],
+            "sessions": [k[1] for k in keys],
+            "numbers": np.asarray([self.session_number[k] for k in keys], dtype=np.int64),
+        }
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
+        numbered: Any = state.pop("session_number")
+        keys = zip(numbered["conversations"], numbered["sessions"], strict=True)
+        self.session_number = dict(zip(keys, numbered["numbers"].tolist(), strict=True))
         self.__dict__.update(state)
         self.own_counts = OwnCounts(self.own, self.own_doc)
         self._columns = None

@@ -16,7 +16,10 @@ half a file behind.
 
 The file's arrays are mapped, not copied (:func:`_mapped`): opening a namespace reads its
 header and tree, the OS pages in the arrays as they are read, and the workers of one machine
-share those pages. A file is replaced by renaming a new one over it, so a mapped file is never
+share those pages. The data is verified in blocks (:class:`Blocks`): a load hashes what it
+reads whole (vectors, per-memory columns), a recall the blocks of the few units' contents and
+metadata and the posting lists it reads (:class:`~ramem_core.index.shared.Texts` and the
+lexical indexes read a piece at a time). A file is replaced by renaming a new one over it, so a mapped file is never
 changed under a reader; a file truncated in place by someone who can write the directory would
 end the worker that maps it (SIGBUS), which is one more reason only the deployment's workers
 may write there (docs/deployment.md).
@@ -48,7 +51,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -56,12 +59,13 @@ from ramem_core.errors import InvalidInputError
 from ramem_core.index.bm25 import FrozenDocs, LexicalIndex
 from ramem_core.index.columns import MemoryColumns
 from ramem_core.index.episodic import EpisodicIndex, EpisodicKeys
-from ramem_core.index.snapshot import Snapshot, StoredUnits
+from ramem_core.index.shared import Texts
+from ramem_core.index.snapshot import DamagedUnitError, Snapshot, StoredUnits
 from ramem_core.types import Granularity, TimeSpan, Version
 
 log = logging.getLogger(__name__)
 
-FORMAT = 13
+FORMAT = 14
 """Raised whenever what a file holds changes shape; older files are then ignored (and the
 snapshot rebuilt from the store). 6: per-memory facts as named columns
 (:class:`~ramem_core.index.columns.MemoryColumns`), per-session turn counts and speakers,
@@ -70,7 +74,15 @@ open session documents. 7: what statements state, when said, their turn, as colu
 state a statement names (the LLM anchorer's "updates"), as a column. 10: no session
 documents. 11: the speaker as a column. 12: speaker and state keys in every script (not only
 ASCII letters). 13: the own words' counts are written once, as the own-words index's
-documents."""
+documents. 14: the data verified in blocks (:class:`Blocks`); the units' text columns as
+:class:`~ramem_core.index.shared.Texts`, read a unit at a time."""
+
+BLOCK_BYTES = 1 << 20
+"""A snapshot file's data is verified in blocks of this many bytes, each with its SHA-256 in
+the header (a design limit, not tuned): a load verifies the blocks of what it reads whole
+(the vectors, the per-memory columns), a recall the blocks of the few units and posting lists
+it reads; a memory returned by a recall costs hashing at most a block or two (under a
+millisecond each), and the header holds 32 bytes per MiB of data."""
 
 MIN_MEMORIES = 2_000
 """In a local directory, snapshots of at least this many memories are written when built from
@@ -103,6 +115,16 @@ class Signature:
     keys: str  # repr of the EpisodicKeys
     dimension: int
     format: int = FORMAT
+
+
+class Loaded(NamedTuple):
+    """A snapshot loaded from its file: the bytes it holds on to (the file's), the write
+    version it holds and the store identity of the namespace it is bound to."""
+
+    snap: Snapshot
+    size: int
+    version: Version
+    identity: str
 
 
 class SnapshotFiles:
@@ -199,9 +221,17 @@ class SnapshotFiles:
         return None if loaded is None else loaded[0]
 
     def load_sized(
-        self, namespace: str, version: Version, signature: Signature, identity: str = ""
-    ) -> tuple[Snapshot, int] | None:
-        """:meth:`load`, with the bytes the loaded snapshot holds on to (its file's data)."""
+        self,
+        namespace: str,
+        version: Version | None,
+        signature: Signature,
+        identity: str | None = "",
+    ) -> Loaded | None:
+        """:meth:`load`, with the bytes the loaded snapshot holds on to (its file's data).
+
+        ``version`` or ``identity`` ``None``: a file of any version or store identity is
+        loaded, and :class:`Loaded` says which it holds (for a load that runs while the
+        store is asked its version: the caller then compares)."""
         path = self.path(namespace)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
@@ -215,34 +245,38 @@ class SnapshotFiles:
                 size = self._check_file(file)
                 with np.load(file, allow_pickle=False) as data:
                     header = json.loads(bytes(data["header"]))
-                    expected = _header(namespace, version, signature, identity)
+                    expected = _header(namespace, version or frozenset(), signature, identity or "")
+                    if version is None:
+                        del expected["version"]
+                    if identity is None:
+                        del expected["store"]
                     if not isinstance(header, dict):
                         raise RefusedFileError("its header is not an object")
                     for bound in ("namespace", "store"):  # never expected: a copied file
-                        if header.get(bound) != expected[bound]:
+                        if bound in expected and header.get(bound) != expected[bound]:
                             raise RefusedFileError(f"it is bound to another {bound}")
                     if any(header.get(k) != v for k, v in expected.items()):
                         return None  # another version or settings: expected, not logged
+                    held = frozenset((str(w), int(n)) for w, n in header["version"])
+                    bound_to = str(header.get("store", ""))
                     tree_bytes = bytes(data["tree"])
                 raw = _mapped(file, "data.npy", size)
-            # the digest is taken on another core while the tree decodes (hashlib lets go of
-            # the GIL): the decoder accepts hostile input, and nothing is used before both end
-            digest: list[str] = []
-            hasher = threading.Thread(target=lambda: digest.append(_digest(tree_bytes, raw)))
-            hasher.start()
-            try:
-                tree = json.loads(tree_bytes)
-                snap = _Decoder(unpack(tree["arrays"], raw)).decode(tree["root"])
-                if not isinstance(snap, Snapshot):
-                    raise TypeError(f"the file holds a {type(snap).__name__}, not a snapshot")
-                check(snap, signature.dimension)
-            finally:
-                hasher.join()
-            self._check_digest(header, digest[0])
+            # the header's digest covers the tree and every block's digest; the blocks of
+            # what a load reads whole are verified now (on both cores: hashlib lets go of the
+            # GIL), the rest when a recall reads them (:class:`Blocks`)
+            blocks = bytes.fromhex(str(header.get("blocks", "")))
+            self._check_digest(header, _digest(tree_bytes, blocks))
+            verifier = Blocks(raw, blocks)
+            tree = json.loads(tree_bytes)
+            snap = _Decoder(unpack(tree["arrays"], raw)).decode(tree["root"])
+            if not isinstance(snap, Snapshot):
+                raise TypeError(f"the file holds a {type(snap).__name__}, not a snapshot")
+            check(snap, signature.dimension)
+            verifier.verify_now(verifier.eager(snap.attach(verifier)))
         except Exception as exc:  # a damaged or hostile file is a cache miss, never an error
             log.warning("refusing the snapshot file %s, rebuilding: %s", path, exc)
             return None
-        return snap, size
+        return Loaded(snap, size, held, bound_to)
 
     def _check_file(self, file: Any) -> int:
         """The size of an open file that may be read: a regular file within ``max_bytes``
@@ -290,7 +324,9 @@ class SnapshotFiles:
             table, data = pack(encoder.arrays)
             tree_array = _bytes({"arrays": table, "root": tree})
             header = _header(namespace, version, signature, identity)
-            header["digest"] = _digest(tree_array.tobytes(), data)
+            blocks = _block_digests(data)
+            header["blocks"] = blocks.hex()
+            header["digest"] = _digest(tree_array.tobytes(), blocks)
             if self._key is not None:
                 header["mac"] = _mac(self._key, header)
             with os.fdopen(fd, "wb") as file:
@@ -350,10 +386,106 @@ def _header(
     }
 
 
-def _digest(tree: bytes, data: np.ndarray) -> str:
+def _digest(tree: bytes, blocks: bytes) -> str:
+    """The header's digest: SHA-256 over the tree and the data's block digests."""
     digest = hashlib.sha256(tree)
-    digest.update(np.ascontiguousarray(data).view(np.uint8).data)
+    digest.update(blocks)
     return digest.hexdigest()
+
+
+def _block_digests(data: np.ndarray) -> bytes:
+    """The SHA-256 of each :data:`BLOCK_BYTES` of ``data``, concatenated."""
+    view = np.ascontiguousarray(data).view(np.uint8)
+    return b"".join(
+        hashlib.sha256(view[i : i + BLOCK_BYTES].data).digest()
+        for i in range(0, len(view), BLOCK_BYTES)
+    )
+
+
+class Blocks:
+    """A loaded file's data and its blocks' digests: verifies a piece of the data before it
+    is read (a :data:`~ramem_core.index.shared.Check`), each block once.
+
+    A load verifies the blocks of everything it reads whole (:meth:`eager`,
+    :meth:`verify_now`); the structures read a piece at a time (the units' contents and
+    metadata, posting lists, documents' counts) call this with each piece they read, and a
+    piece whose block does not match raises :class:`~ramem_core.index.snapshot.DamagedUnitError`:
+    the recall that read it is served again from a snapshot rebuilt from the store
+    (:meth:`~ramem_core.index.freshness.Freshness.read`). A block is verified from the mapped
+    file, which is replaced by renaming, never rewritten in place, so what was verified stays
+    so.
+    """
+
+    def __init__(self, data: np.ndarray, digests: bytes) -> None:
+        count = -(-len(data) // BLOCK_BYTES)
+        if len(digests) != 32 * count:
+            raise RefusedFileError("its block digests do not cover its data")
+        self._data = data
+        self._digests = digests
+        self._done = np.zeros(count, dtype=bool)
+        self._address = int(data.ctypes.data) if len(data) else 0
+
+    def __call__(self, piece: np.ndarray) -> None:
+        if not piece.nbytes:
+            return
+        start = int(piece.ctypes.data) - self._address
+        end = start + int(piece.nbytes)
+        if start < 0 or end > len(self._data) or not piece.flags.c_contiguous:
+            raise DamagedUnitError("a piece read from a snapshot file lies outside its data")
+        for block in range(start // BLOCK_BYTES, (end - 1) // BLOCK_BYTES + 1):
+            if not self._done[block]:
+                self._verify(block)
+
+    def _verify(self, block: int) -> None:
+        piece = self._data[block * BLOCK_BYTES : (block + 1) * BLOCK_BYTES]
+        expected = self._digests[32 * block : 32 * block + 32]
+        if not hmac.compare_digest(hashlib.sha256(piece.data).digest(), expected):
+            msg = f"its contents do not match the digest in its header (data block {block})"
+            raise DamagedUnitError(msg)
+        self._done[block] = True
+
+    def eager(self, lazy: list[np.ndarray]) -> list[int]:
+        """The blocks not wholly inside the ``lazy`` arrays (views of the data): what a load
+        must verify."""
+        inside = np.zeros(len(self._done), dtype=bool)
+        for array in lazy:
+            if not array.nbytes:
+                continue
+            start = int(array.ctypes.data) - self._address
+            end = min(start + int(array.nbytes), len(self._data))
+            if start < 0 or end <= start:
+                continue  # not of this file's data: nothing of it is skipped
+            first = -(-start // BLOCK_BYTES)
+            last = end // BLOCK_BYTES if end < len(self._data) else len(self._done)
+            inside[first:last] = True
+        return [int(b) for b in np.flatnonzero(~inside)]
+
+    def verify_now(self, blocks: list[int], threads: int = 2) -> None:
+        """Verify ``blocks`` on ``threads`` threads (hashlib lets go of the GIL); raises
+        :class:`RefusedFileError` naming the first block that does not match."""
+        parts = [blocks[i::threads] for i in range(threads)]
+        failed: list[BaseException] = []
+
+        def run(part: list[int]) -> None:
+            try:
+                for block in part:
+                    self._verify(block)
+            except DamagedUnitError as exc:
+                failed.append(exc)
+
+        workers = [threading.Thread(target=run, args=(p,)) for p in parts[1:] if p]
+        for worker in workers:
+            worker.start()
+        run(parts[0])
+        for worker in workers:
+            worker.join()
+        if failed:
+            raise RefusedFileError(str(failed[0]))
+
+    def verify_all(self) -> None:
+        """Verify every block not verified yet (raises as :meth:`__call__`)."""
+        for block in np.flatnonzero(~self._done).tolist():
+            self._verify(block)
 
 
 def _mac(key: bytes, header: dict[str, Any]) -> str:
@@ -421,6 +553,12 @@ class _Encoder:
             return {"e": kind.__name__, "v": value.value}
         if kind is datetime:
             return {"dt": value.isoformat()}
+        if kind is Texts:
+            blob, offsets = value.arrays
+            if value.check is not None:  # a loaded file's: never copy damage into a new file
+                value.check(blob)
+            self.arrays += [blob, offsets]
+            return {"X": [len(self.arrays) - 2, len(self.arrays) - 1]}
         if kind is list:
             if len(value) >= _TEXTS and all(type(v) is str for v in value):
                 return self._texts(value)
@@ -511,6 +649,12 @@ class _Decoder:
                 raise ValueError("text offsets do not cut the text")
             bounds = offsets.tolist()
             return [text[a:b] for a, b in itertools.pairwise(bounds)]
+        if "X" in node:
+            blob_at, offsets_at = node["X"]
+            texts = Texts(self.arrays[f"a{int(blob_at)}"], self.arrays[f"a{int(offsets_at)}"])
+            if not texts.consistent():
+                raise ValueError("text offsets do not cut their bytes")
+            return texts
         if "l" in node:
             return [v if type(v) in _PLAIN else self.decode(v) for v in node["l"]]
         if "t" in node:

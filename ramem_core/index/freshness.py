@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from ramem_core.errors import InvalidInputError
 from ramem_core.index.episodic import EpisodicKeys
-from ramem_core.index.files import Signature, SnapshotFiles
+from ramem_core.index.files import Loaded, Signature, SnapshotFiles
 from ramem_core.index.snapshot import DamagedUnitError, Snapshot
 from ramem_core.protocols import Store
 from ramem_core.types import MemoryUnit, Version, newer_or_equal
@@ -85,6 +85,30 @@ def _counted(store: Store, namespace: str, version: Version) -> int:
     if callable(counted):
         return int(counted(namespace, version))
     return store.count(namespace)
+
+
+class _FileLoad:
+    """A namespace's snapshot file loaded on a thread of its own (any version it holds:
+    :meth:`Freshness._from_file` compares)."""
+
+    def __init__(self, owner: Freshness, namespace: str) -> None:
+        self._loaded: Loaded | None = None
+        self._thread: threading.Thread | None = None
+        files = owner.files
+        if files is None or not files.path(namespace).exists():
+            return
+        signature = owner._signature()
+
+        def load() -> None:
+            self._loaded = files.load_sized(namespace, None, signature, None)
+
+        self._thread = threading.Thread(target=load, name="ramem-file-load", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Loaded | None:
+        if self._thread is not None:
+            self._thread.join()
+        return self._loaded
 
 
 def _restored(snap: Snapshot, unit: MemoryUnit, vector: npt.NDArray[np.float32]) -> bool:
@@ -167,12 +191,15 @@ class Freshness:
                 complete = _own(cached.version, writer) >= self._written.get(namespace, 0)
                 if complete and not fresh and now - cached.checked < self.refresh_seconds:
                     return cached.snap
+        # a first read loads the namespace's file while the store is asked its version (the
+        # two wait on different things: a cold store's first answer, the file's decode)
+        loading = _FileLoad(self, namespace) if cached is None else None
         version = self.store.version(namespace)  # first the version, then the data
         if cached is not None and version == cached.version:
             with self._lock:
                 cached.checked = now
             return cached.snap
-        loaded = self._from_file(namespace, version)
+        loaded = self._from_file(namespace, version, loading)
         if loaded is not None:
             entry = _Cached(now, loaded[0], version, saved=True, held=loaded[1])
         else:
@@ -228,17 +255,31 @@ class Freshness:
         if self.files is not None:
             self.files.remove(namespace)
 
-    def _from_file(self, namespace: str, version: Version) -> tuple[Snapshot, int] | None:
+    def _from_file(
+        self, namespace: str, version: Version, loading: _FileLoad | None = None
+    ) -> Loaded | None:
         if self.files is None or not self.files.path(namespace).exists():
+            if loading is not None:
+                loading.result()
             return None
-        # counted right after the version was read, before the file's load: a writer that
-        # compacts version records meanwhile changes what the version just read leaves out
+        # counted right after the version was read, before the file's load is used: a writer
+        # that compacts version records meanwhile changes what the version just read leaves out
         stored = _counted(self.store, namespace, version)
-        loaded = self.files.load_sized(
-            namespace, version, self._signature(), self.store.identity(namespace)
-        )
-        if loaded is None:
+        if loading is not None and self.store.version(namespace) != version:
+            # a compaction between the two reads (the file's load overlaps them): the count
+            # may leave out a memory; the snapshot is built from the store instead
+            loading.result()
             return None
+        identity = self.store.identity(namespace)
+        if loading is None:
+            loaded = self.files.load_sized(namespace, version, self._signature(), identity)
+        else:
+            loaded = loading.result()
+            if loaded is not None and loaded.identity != identity:
+                log.warning("refusing the snapshot file of %r: bound to another store", namespace)
+                return None
+        if loaded is None or loaded.version != version:
+            return None  # another version: expected, not logged
         snap = loaded[0]
         if len(snap) != stored:
             # memories no version announces (written before every Chroma call carried its

@@ -4,7 +4,9 @@ adds, never a copy of what it keeps, and older versions still read only their ow
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import itertools
+import operator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, SupportsIndex, TypeVar, overload
 
 import numpy as np
@@ -12,6 +14,92 @@ import numpy.typing as npt
 
 Matrix = npt.NDArray[Any]
 T = TypeVar("T")
+
+Check = Callable[[npt.NDArray[Any]], None]
+"""Verifies a piece of a snapshot file's mapped data before it is read (raises when the piece
+does not match the file's digests): what a structure read lazily from a file is given."""
+
+
+class Texts(Sequence[str]):
+    """Strings held as one UTF-8 byte array and their byte offsets (a snapshot file's text
+    columns, the units' ids, contents and metadata): a string is decoded when it is read, so
+    a loaded column of 100k memories makes no Python objects and its bytes stay unread (and,
+    mapped from a file, unverified) until a recall returns their memory.
+
+    ``check``, when set (a loaded file's :class:`~ramem_core.index.files.Blocks`), verifies
+    the bytes of a string before it is decoded.
+    """
+
+    __slots__ = ("_blob", "_offsets", "check")
+
+    def __init__(self, blob: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> None:
+        self._blob = blob
+        self._offsets = offsets
+        self.check: Check | None = None
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> Texts:
+        encoded = [t.encode("utf-8") for t in texts]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets)
+
+    @property
+    def arrays(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """The byte array and the offsets."""
+        return self._blob, self._offsets
+
+    def consistent(self) -> bool:
+        """True when the offsets cut the byte array from its start to its end, in order (a
+        loaded file is checked with this; what the bytes say is checked when read)."""
+        offsets, blob = self._offsets, self._blob
+        return bool(
+            offsets.ndim == 1
+            and offsets.dtype.kind == "i"
+            and len(offsets) >= 1
+            and blob.ndim == 1
+            and blob.dtype == np.uint8
+            and offsets[0] == 0
+            and offsets[-1] == len(blob)
+            and (np.diff(offsets) >= 0).all()
+        )
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    @overload
+    def __getitem__(self, i: SupportsIndex) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: SupportsIndex | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self._at(j) for j in range(*i.indices(len(self)))]
+        return self._at(operator.index(i))
+
+    def _at(self, i: int) -> str:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        piece = self._blob[int(self._offsets[i]) : int(self._offsets[i + 1])]
+        if self.check is not None:
+            self.check(piece)
+        return piece.tobytes().decode("utf-8")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.all())
+
+    def all(self) -> list[str]:
+        """Every string (the whole byte array read and decoded once)."""
+        if self.check is not None:
+            self.check(self._blob)
+        text = self._blob.tobytes().decode("utf-8")
+        bounds = self._offsets.tolist()
+        if len(text) != len(self._blob):  # not ASCII: byte offsets are not character offsets
+            raw = self._blob.tobytes()
+            return [raw[a:b].decode("utf-8") for a, b in itertools.pairwise(bounds)]
+        return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 class Rows:

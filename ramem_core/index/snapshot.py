@@ -33,7 +33,7 @@ from ramem_core.index.episodic import (
     session_key,
     speaker_names,
 )
-from ramem_core.index.shared import GrownList, GrownMap, Rows
+from ramem_core.index.shared import Check, GrownList, GrownMap, Rows, Texts
 from ramem_core.store.codec import from_record, to_metadata
 from ramem_core.types import Granularity, Kind, MemoryUnit, TimeSpan, from_epoch, to_epoch
 
@@ -95,7 +95,12 @@ class StoredUnits(Sequence[MemoryUnit]):
 
     __slots__ = ("_contents", "_decoded", "_extra", "_ids", "_metadata", "_set")
 
-    def __init__(self, ids: list[str], contents: list[str], metadata: list[str]) -> None:
+    def __init__(
+        self,
+        ids: Sequence[str],
+        contents: Sequence[str],
+        metadata: Sequence[str],
+    ) -> None:
         self._ids = ids
         self._contents = contents
         self._metadata = metadata  # JSON of the Chroma metadata (codec.to_metadata)
@@ -113,7 +118,7 @@ class StoredUnits(Sequence[MemoryUnit]):
             metadata.append(json.dumps(to_metadata(unit), ensure_ascii=False))
         return cls(ids, contents, metadata)
 
-    def columns(self) -> tuple[list[str], list[str], list[str]]:
+    def columns(self) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
         """Ids, contents and metadata JSON of every unit, changes included."""
         if not self._set and not self._extra:
             return self._ids, self._contents, self._metadata
@@ -133,16 +138,33 @@ class StoredUnits(Sequence[MemoryUnit]):
 
     def ids(self) -> list[str]:
         """Every unit's id, without decoding any unit."""
-        ids = list(self._ids)
+        ids = self._ids.all() if isinstance(self._ids, Texts) else list(self._ids)
         for row, unit in self._set.items():
             ids[row] = unit.id
         return ids + [u.id for u in self._extra]
 
-    def __getstate__(self) -> tuple[list[str], list[str], list[str]]:
-        return self.columns()
+    def __getstate__(self) -> tuple[Texts, Texts, Texts]:
+        """The three columns as :class:`Texts` (a file's contents and metadata are then read
+        a unit at a time when loaded)."""
+        ids, contents, metadata = self.columns()
+        return (
+            ids if isinstance(ids, Texts) else Texts.of(ids),
+            contents if isinstance(contents, Texts) else Texts.of(contents),
+            metadata if isinstance(metadata, Texts) else Texts.of(metadata),
+        )
 
-    def __setstate__(self, state: tuple[list[str], list[str], list[str]]) -> None:
+    def __setstate__(self, state: tuple[Sequence[str], Sequence[str], Sequence[str]]) -> None:
         self.__init__(*state)  # type: ignore[misc]
+
+    def attach(self, check: Check) -> list[npt.NDArray[Any]]:
+        """Have the contents and metadata of a loaded file verified by ``check`` when read;
+        returns the arrays now read lazily (the ids are read at load)."""
+        lazy = []
+        for column in (self._contents, self._metadata):
+            if isinstance(column, Texts):
+                column.check = check
+                lazy.append(column.arrays[0])
+        return lazy
 
     def __len__(self) -> int:
         return len(self._ids) + len(self._extra)
@@ -192,8 +214,11 @@ class StoredUnits(Sequence[MemoryUnit]):
 
     def validate(self, n: int) -> None:
         """Raise ``ValueError`` unless the stored columns hold ``n`` units."""
-        if not all(len(c) == n for c in self.columns()):
+        columns = self.columns()
+        if not all(len(c) == n for c in columns):
             raise ValueError("unit columns differ in length")
+        if not all(c.consistent() for c in columns if isinstance(c, Texts)):
+            raise ValueError("unit columns' offsets do not cut their bytes")
 
     def copy(self) -> StoredUnits:
         new = StoredUnits.__new__(StoredUnits)
@@ -322,12 +347,42 @@ class Snapshot:
             "speakers": ["\x1f".join(self._session_speakers[k]) for k in keys],
         }
         del state["_session_turns"], state["_session_speakers"]
+        # each session's span and speakers too (one object per session costs a load)
+        spans = list(self._session_span)
+        state["_session_span"] = {
+            "conversations": [key[0] for key in spans],
+            "sessions": [key[1] for key in spans],
+            "starts": [self._session_span[key].start.isoformat() for key in spans],
+            "ends": [self._session_span[key].end.isoformat() for key in spans],
+            "granularities": [self._session_span[key].granularity.value for key in spans],
+        }
+        speaking = list(self._speakers)
+        state["_speakers"] = {
+            "conversations": [key[0] for key in speaking],
+            "sessions": [key[1] for key in speaking],
+            "names": ["\x1f".join(sorted(self._speakers[key])) for key in speaking],
+        }
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         sessions = state.pop("_session_rows")
+        spans: Any = state.pop("_session_span")
+        speaking: Any = state.pop("_speakers")
         self.__dict__.update(state)
         self._session_state_from(sessions)  # type: ignore[arg-type]
+        keys = zip(spans["conversations"], spans["sessions"], strict=True)
+        fields = zip(spans["starts"], spans["ends"], spans["granularities"], strict=True)
+        self._session_span = {
+            key: TimeSpan(
+                datetime.fromisoformat(start), datetime.fromisoformat(end), Granularity(grain)
+            )
+            for key, (start, end, grain) in zip(keys, fields, strict=True)
+        }
+        keys = zip(speaking["conversations"], speaking["sessions"], strict=True)
+        self._speakers = {
+            key: frozenset(names.split("\x1f")) if names else frozenset()
+            for key, names in zip(keys, speaking["names"], strict=True)
+        }
         self._vector_rows = None if self.vectors is None else Rows.of(self.vectors)
         units = self.units
         ids = units.ids() if isinstance(units, StoredUnits) else [u.id for u in units]
@@ -349,6 +404,14 @@ class Snapshot:
         self._session_speakers = {
             k: tuple(names.split("\x1f")) for k, names in zip(keys, speakers, strict=True)
         }
+
+    def attach(self, check: Check) -> list[npt.NDArray[Any]]:
+        """Have the parts of a loaded file that recall reads a piece at a time (the units'
+        contents and metadata, the lexical indexes' postings and documents) verified by
+        ``check`` when read; returns the arrays now read lazily, which a load need not
+        verify whole."""
+        lazy = self.units.attach(check) if isinstance(self.units, StoredUnits) else []
+        return lazy + self.index.attach(check)
 
     def validate(self, dimension: int) -> None:
         """Raise ``ValueError`` naming the first inconsistency (a loaded snapshot file is

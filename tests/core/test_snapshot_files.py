@@ -7,6 +7,7 @@ import logging
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -15,7 +16,8 @@ from ramem_core import ChromaStore, RaMem, RetrievalConfig
 from ramem_core.index.bm25 import LexicalIndex
 from ramem_core.index.episodic import EpisodicKeys
 from ramem_core.index.files import Signature, SnapshotFiles, through_file
-from ramem_core.index.snapshot import Snapshot, StoredUnits
+from ramem_core.index.shared import Texts
+from ramem_core.index.snapshot import DamagedUnitError, Snapshot, StoredUnits
 from ramem_core.testing import HashEmbedder, rewrite_snapshot_file
 from tests.conftest import two_trips
 
@@ -580,7 +582,12 @@ def test_garbage_unit_metadata_is_refused_and_rebuilt_at_first_use(
     def garbage(tree: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         units = tree["s"]["m"]["units"]["s"]["t"]  # ids, contents, metadata JSON
         metadata = units[2]
-        if "x" in metadata:  # stored as text plus offsets
+        if "X" in metadata:  # bytes and byte offsets, read a unit at a time
+            blob_at, offsets_at = metadata["X"]
+            rows = len(arrays[f"a{offsets_at}"]) - 1
+            texts = Texts.of("{not json" if i % 2 else '{"a": 1}' for i in range(rows))
+            arrays[f"a{blob_at}"], arrays[f"a{offsets_at}"] = texts.arrays
+        elif "x" in metadata:  # stored as text plus offsets
             rows = len(arrays[f"a{metadata['o']}"]) - 1
             units[2] = {"l": ["{not json" if i % 2 else '{"a": 1}' for i in range(rows)]}
         else:
@@ -746,3 +753,195 @@ def test_a_data_member_that_cannot_be_mapped_is_refused(
     with caplog.at_level(logging.WARNING):
         assert files.load("ns", version, signature) is None
     assert "refusing the snapshot file" in caplog.text
+
+
+def _flip_byte_of(path: Path, array: int, at: int = 0) -> None:
+    """Change one byte of packed array ``array`` of the file at ``path`` in place, leaving
+    its header and digests as they were (a block damaged on disk)."""
+    import json
+
+    from ramem_core.index.files import _mapped
+
+    with path.open("rb") as file, np.load(file, allow_pickle=False) as data:
+        table = json.loads(bytes(data["tree"]))["arrays"]
+        offset = _mapped(file, "data.npy", path.stat().st_size).offset
+    assert 0 <= at < int(np.prod(table[array][1])) * np.dtype(table[array][0]).itemsize
+    position = offset + table[array][2] + at
+    with path.open("r+b") as file:
+        file.seek(position)
+        old = file.read(1)
+        file.seek(position)
+        file.write(bytes([old[0] ^ 0xFF]))
+
+
+def _unit_columns(path: Path) -> list[list[int]]:
+    """The packed arrays (bytes, offsets) of the units' ids, contents and metadata."""
+    import json
+
+    with np.load(path, allow_pickle=False) as data:
+        tree = json.loads(bytes(data["tree"]))
+    columns = tree["root"]["s"]["m"]["units"]["s"]["t"]
+    assert all("X" in c for c in columns)  # each as bytes and byte offsets
+    return [c["X"] for c in columns]
+
+
+def test_a_load_verifies_what_it_reads_and_leaves_the_units_to_their_recall(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56: a file's units' contents and metadata are verified when a recall reads them,
+    not at load. A damaged metadata block loads (no refusal yet) and the first unit read from
+    it sends that recall to a snapshot rebuilt from the store; a damaged vector is refused at
+    load, as before."""
+    monkeypatch.setattr("ramem_core.index.files.BLOCK_BYTES", 64)  # many blocks in a small file
+    files, snap, signature, version = _saved(tmp_path)
+    path = files.path("ns")
+    metadata = _unit_columns(path)[2][0]
+    _flip_byte_of(path, metadata, at=200)  # inside the metadata: a block of its own
+    with caplog.at_level(logging.WARNING):
+        loaded = files.load("ns", version, signature)
+    assert loaded is not None, caplog.text  # the damaged block was not read at load
+    assert "refusing" not in caplog.text
+    damaged = []
+    for row in range(len(snap)):
+        try:
+            assert loaded.units[row] == snap.units[row]  # the other blocks read as saved
+        except DamagedUnitError as exc:
+            damaged.append((row, str(exc)))
+    assert 1 <= len(damaged) <= 2  # the unit(s) whose metadata lies in the damaged block
+    assert all("do not match the digest" in reason for _, reason in damaged)
+    assert not files.save("ns", loaded, version, signature)  # damage is never copied on
+    files.remove("ns")
+
+    files, snap, signature, version = _saved(tmp_path)
+    _flip_byte_of(files.path("ns"), _vectors_index_of(files.path("ns")), at=3)
+    with caplog.at_level(logging.WARNING):
+        assert files.load("ns", version, signature) is None
+    assert "do not match the digest in its header (data block" in caplog.text
+
+
+def _vectors_index_of(path: Path) -> int:
+    import json
+
+    with np.load(path, allow_pickle=False) as data:
+        return _vectors_index(json.loads(bytes(data["tree"]))["root"])
+
+
+def test_a_unit_whose_block_is_damaged_is_served_from_the_store(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ramem_core.index.files.BLOCK_BYTES", 64)
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        before = _answers(memory)
+    path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
+    contents = _unit_columns(path)[1][0]
+    with np.load(path, allow_pickle=False) as data:
+        import json
+
+        size = json.loads(bytes(data["tree"]))["arrays"][contents][1][0]
+    for at in range(64, size - 64, 32):  # every unit's content damaged, but at its ends
+        _flip_byte_of(path, contents, at=at)
+    with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
+        assert _answers(memory) == before
+    assert "refusing the snapshot of 'default'" in caplog.text
+    assert "(data block" in caplog.text
+
+
+def test_texts_read_one_string_at_a_time_in_any_script() -> None:
+    words = ["plain", "", "naïve café", "東京", "emoji 🎉 here", "x" * 300]
+    texts = Texts.of(words)
+    assert len(texts) == len(words)
+    assert [texts[i] for i in range(len(words))] == words
+    assert texts[-1] == words[-1]
+    assert texts[1:3] == words[1:3]
+    assert list(texts) == words  # all at once (not ASCII: read by byte offsets)
+    assert Texts.of(["ab", "c"]).all() == ["ab", "c"]
+    assert texts.consistent()
+    blob, offsets = texts.arrays
+    assert not Texts(blob, offsets[::-1].copy()).consistent()
+    with pytest.raises(IndexError):
+        texts[len(words)]
+
+
+def test_a_first_read_loads_the_file_while_the_store_is_asked_its_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56: the file's load does not wait for the store's first answer (a cold Chroma's
+    first call): the two overlap."""
+    import threading
+
+    with mock.patch("ramem_core.index.files.MIN_MEMORIES", 0), _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        before = _answers(memory)
+    with _open(tmp_path) as memory:
+        files = memory.snapshots.files
+        assert files is not None
+        started = threading.Event()
+        load, version = files.load_sized, memory.store.version
+
+        def loading(*args: Any, **kwargs: Any) -> Any:
+            started.set()
+            return load(*args, **kwargs)
+
+        def slow_version(namespace: str) -> Any:
+            assert started.wait(10), "the file's load waited for the version"
+            return version(namespace)
+
+        monkeypatch.setattr(files, "load_sized", loading)
+        monkeypatch.setattr(memory.store, "version", slow_version)
+        _no_chroma_load(memory, monkeypatch)
+        assert _answers(memory) == before
+
+
+def test_a_damaged_posting_block_is_found_when_its_term_is_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    monkeypatch.setattr("ramem_core.index.files.BLOCK_BYTES", 64)
+    files, _snap, signature, version = _saved(tmp_path)
+    path = files.path("ns")
+    with np.load(path, allow_pickle=False) as data:
+        tree = json.loads(bytes(data["tree"]))
+    lexical = tree["root"]["s"]["m"]["index"]["s"]["m"]["lexical"]["s"]["m"]
+    weights = lexical["posting_tfs"]["a"]  # float32: any bytes pass the load's checks
+    size = int(np.prod(tree["arrays"][weights][1])) * 4
+    for at in range(64, size - 64, 32):
+        _flip_byte_of(path, weights, at=at)
+    loaded = files.load("ns", version, signature)
+    assert loaded is not None  # postings are verified term by term, when scored
+    every_term = " ".join(loaded.index.lexical.vocabulary())
+    with pytest.raises(DamagedUnitError, match="do not match the digest"):
+        loaded.index.lexical_scores(every_term)
+
+
+def test_a_damaged_block_of_documents_counts_is_found_when_one_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    monkeypatch.setattr("ramem_core.index.files.BLOCK_BYTES", 64)
+    files, _snap, signature, version = _saved(tmp_path)
+    path = files.path("ns")
+    with np.load(path, allow_pickle=False) as data:
+        tree = json.loads(bytes(data["tree"]))
+    own = tree["root"]["s"]["m"]["index"]["s"]["m"]["own"]["s"]["m"]
+    weights = own["docs"]["s"]["t"][3]["a"]  # FrozenDocs: words, offsets, terms, weights
+    size = int(np.prod(tree["arrays"][weights][1])) * 8
+    for at in range(64, size - 64, 32):
+        _flip_byte_of(path, weights, at=at)
+    loaded = files.load("ns", version, signature)
+    assert loaded is not None  # documents' counts are verified a document at a time
+    with pytest.raises(DamagedUnitError, match="do not match the digest"):
+        [loaded.index.own_counts[row] for row in range(len(loaded))]
+
+
+def test_a_loaded_snapshot_keeps_each_sessions_span_speakers_and_number() -> None:
+    units = list(_units())
+    snap = Snapshot(units, HashEmbedder().embed([u.content for u in units]))
+    loaded = through_file(snap)
+    assert loaded._session_span == snap._session_span
+    assert loaded._speakers == snap._speakers
+    assert loaded.ubiquitous == snap.ubiquitous
+    assert loaded.index.session_number == snap.index.session_number
+    assert any(len(names) > 1 for names in snap._speakers.values())
