@@ -19,8 +19,8 @@ header and tree, the OS pages in the arrays as they are read, and the workers of
 share those pages. The data is verified in blocks (:class:`Blocks`): a load hashes what it
 reads whole (vectors, per-memory columns), a recall the blocks of the few units' contents and
 metadata and the posting lists it reads (:class:`~ramem_core.index.shared.Texts` and the
-lexical indexes read a piece at a time). A file is replaced by renaming a new one over it, so a mapped file is never
-changed under a reader; a file truncated in place by someone who can write the directory would
+lexical indexes read a piece at a time). A file is replaced by renaming a new one over it,
+so a mapped file is never changed under a reader; a file truncated in place by someone who can write the directory would
 end the worker that maps it (SIGBUS), which is one more reason only the deployment's workers
 may write there (docs/deployment.md).
 
