@@ -20,9 +20,9 @@ share those pages. The data is verified in blocks (:class:`Blocks`): a load hash
 reads whole (vectors, per-memory columns), a recall the blocks of the few units' contents and
 metadata and the posting lists it reads (:class:`~ramem_core.index.shared.Texts` and the
 lexical indexes read a piece at a time). A file is replaced by renaming a new one over it,
-so a mapped file is never changed under a reader; a file truncated in place by someone who can write the directory would
-end the worker that maps it (SIGBUS), which is one more reason only the deployment's workers
-may write there (docs/deployment.md).
+so a mapped file is never changed under a reader; a file truncated in place by someone who
+can write the directory would end the worker that maps it (SIGBUS), which is one more reason
+only the deployment's workers may write there (docs/deployment.md).
 
 The directory may be shared by workers on several hosts (a Chroma server deployment), so a
 file is data, never code: a NumPy ``.npz`` read with ``allow_pickle=False`` holding a JSON
