@@ -293,6 +293,21 @@ def cmd_import(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_reindex(args: argparse.Namespace, console: Console) -> int:
+    import time
+
+    memory = _open(args, reading=True)
+    _known_namespace(memory)
+    console.print(f"rebuilding the snapshot of namespace {memory.namespace!r} from the store ...")
+    began = time.monotonic()
+    count, written = memory.snapshots.reindex(memory.namespace)
+    where = "its file written" if written else "no file kept for it"
+    console.print(
+        f"rebuilt the snapshot of {count} memories in {time.monotonic() - began:.1f} s ({where})"
+    )
+    return 0
+
+
 def cmd_explain(args: argparse.Namespace, console: Console) -> int:
     at = _at(args.at)
     check_query(args.question)
@@ -623,6 +638,13 @@ def _memory_commands(sub: Any, common: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--at", help="the question's own time (default: end of the last session)")
     p.add_argument("--k", type=_positive, default=10, help="memories ranked (10)")
     p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser(
+        "reindex",
+        help="rebuild the namespace's snapshot from the store and write its file",
+        parents=common,
+    )
+    p.set_defaults(func=cmd_reindex)
 
     p = sub.add_parser("import", help="add the memories of an export", parents=common)
     p.add_argument("file", help="a file written by `ramem export`")

@@ -443,6 +443,25 @@ class Freshness:
             else:
                 self._snapshots.pop(namespace, None)
 
+    def reindex(self, namespace: str) -> tuple[int, bool]:
+        """Build the namespace's snapshot from the store, whatever its file holds, and write
+        its file (``ramem reindex``: after a file was lost, or to have the next process read
+        one); returns how many memories it holds and whether a file was written."""
+        self.invalidate(namespace)
+        if self.files is not None:
+            self.files.remove(namespace)
+        version = self.store.version(namespace)
+        units, vectors = self.store.load(namespace)
+        entry = _Cached(time.monotonic(), Snapshot(units, vectors, self.keys), version)
+        written = False
+        if self.files is not None and len(entry.snap):
+            identity = self.store.identity(namespace)
+            written = self.files.save(namespace, entry.snap, version, self._signature(), identity)
+        entry.saved = written
+        with self._lock:
+            self._remember(namespace, entry)
+        return len(entry.snap), written
+
     # ------------------------------------------------------------------ files
 
     def _signature(self) -> Signature:

@@ -381,3 +381,31 @@ def test_ask_shows_each_live_memory_said_at_its_own_time(
     out = capsys.readouterr().out
     assert "09:40" in out
     assert "09:00" in out
+
+
+def test_reindex_rebuilds_the_snapshot_from_the_store_and_writes_its_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56: `ramem reindex` is the full rebuild on demand: the next process reads the
+    file it writes, not every memory from the store."""
+    from ramem_core import RaMem
+    from ramem_core.index.files import SnapshotFiles
+
+    monkeypatch.setattr("ramem_core.index.files.MIN_MEMORIES", 0)  # files for small ones
+    db = ["--path", str(tmp_path / "db")]
+    assert main([*db, "ingest", str(FIXTURES / "locomo_mini.json")]) == 0
+    files = SnapshotFiles(tmp_path / "db" / "ramem-snapshots")
+    files.remove("default")  # a lost file
+    capsys.readouterr()
+    assert main([*db, "reindex"]) == 0
+    assert "rebuilt the snapshot of 4 memories" in capsys.readouterr().out
+    assert files.path("default").exists()
+    with RaMem.open(tmp_path / "db") as memory:
+
+        def refuse(namespace: str) -> None:
+            raise AssertionError("rebuilt from the store")
+
+        monkeypatch.setattr(memory.store, "load", refuse)
+        assert memory.recall("When did Caroline go?")
+    assert main([*db, "--namespace", "nobody", "reindex"]) == 1
+    assert "'nobody' does not exist" in capsys.readouterr().err
