@@ -470,7 +470,7 @@ class Blocks:
             try:
                 for block in part:
                     self._verify(block)
-            except DamagedUnitError as exc:
+            except BaseException as exc:  # any failure refuses the file
                 failed.append(exc)
 
         workers = [threading.Thread(target=run, args=(p,)) for p in parts[1:] if p]
@@ -643,7 +643,7 @@ class _Decoder:
         if "x" in node:
             text = self.arrays[f"a{int(node['x'])}"].tobytes().decode("utf-8")
             offsets = self.arrays[f"a{int(node['o'])}"]
-            if offsets.ndim != 1 or offsets.dtype.kind != "i" or not len(offsets):
+            if offsets.ndim != 1 or offsets.dtype != np.int64 or not len(offsets):
                 raise TypeError("text offsets must be a list of integers")
             if offsets[0] != 0 or offsets[-1] != len(text) or (np.diff(offsets) < 0).any():
                 raise ValueError("text offsets do not cut the text")

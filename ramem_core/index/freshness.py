@@ -241,19 +241,20 @@ class Freshness:
                 return _empty_snapshot()
             return self.get(namespace, fresh=fresh)
 
-        try:
-            return read(snapshot())
-        except DamagedUnitError as exc:
-            self.refuse(namespace, exc)
-            return read(snapshot())
+        for _ in range(2):  # a load that began before the file was removed may serve it once
+            try:
+                return read(snapshot())
+            except DamagedUnitError as exc:
+                self.refuse(namespace, exc)
+        return read(snapshot())
 
     def refuse(self, namespace: str, reason: object) -> None:
         """Forget a snapshot found damaged while it was read (a unit of a snapshot file that
         does not decode) and remove its file: the next read rebuilds from the store."""
         log.warning("refusing the snapshot of %r, rebuilding from the store: %s", namespace, reason)
-        self.invalidate(namespace)
-        if self.files is not None:
+        if self.files is not None:  # first: a load that opens it after the forget is not kept
             self.files.remove(namespace)
+        self.invalidate(namespace)
 
     def _from_file(
         self, namespace: str, version: Version, loading: _FileLoad | None = None
@@ -365,6 +366,8 @@ class Freshness:
                 self._written[namespace] = max(self._written.get(namespace, 0), own)
             stored = None if read_before else self.store.version(namespace)
             self._fold(namespace, units, vectors, own, stored)
+        except DamagedUnitError as exc:  # the write is stored: the next read rebuilds
+            self.refuse(namespace, exc)
         except BaseException:  # the write is stored: never leave a snapshot without it
             self.invalidate(namespace)
             raise
@@ -447,9 +450,11 @@ class Freshness:
         """Build the namespace's snapshot from the store, whatever its file holds, and write
         its file (``ramem reindex``: after a file was lost, or to have the next process read
         one); returns how many memories it holds and whether a file was written."""
-        self.invalidate(namespace)
         if self.files is not None:
             self.files.remove(namespace)
+        self.invalidate(namespace)
+        with self._lock:
+            forgotten = self._forgotten
         version = self.store.version(namespace)
         units, vectors = self.store.load(namespace)
         entry = _Cached(time.monotonic(), Snapshot(units, vectors, self.keys), version)
@@ -459,7 +464,8 @@ class Freshness:
             written = self.files.save(namespace, entry.snap, version, self._signature(), identity)
         entry.saved = written
         with self._lock:
-            self._remember(namespace, entry)
+            if self._forgotten == forgotten:  # a delete since may be in what was read
+                self._remember(namespace, entry)
         return len(entry.snap), written
 
     # ------------------------------------------------------------------ files

@@ -55,7 +55,7 @@ class Texts(Sequence[str]):
         offsets, blob = self._offsets, self._blob
         return bool(
             offsets.ndim == 1
-            and offsets.dtype.kind == "i"
+            and offsets.dtype == np.int64  # a narrower type's differences could wrap
             and len(offsets) >= 1
             and blob.ndim == 1
             and blob.dtype == np.uint8

@@ -945,3 +945,69 @@ def test_a_loaded_snapshot_keeps_each_sessions_span_speakers_and_number() -> Non
     assert loaded.ubiquitous == snap.ubiquitous
     assert loaded.index.session_number == snap.index.session_number
     assert any(len(names) > 1 for names in snap._speakers.values())
+
+
+def test_a_write_that_meets_a_damaged_block_is_stored_and_the_snapshot_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live turn folded into a loaded snapshot reads the units of its session: a damaged
+    block met there must not report the stored turn as failed (a client would store it twice);
+    the snapshot is refused and its file removed."""
+    import json
+
+    monkeypatch.setattr("ramem_core.index.files.BLOCK_BYTES", 64)
+    with _open(tmp_path) as memory:
+        memory.add_conversation(two_trips())
+        _answers(memory)
+    path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
+    with np.load(path, allow_pickle=False) as data:
+        tree = json.loads(bytes(data["tree"]))
+    for column in (1, 2):  # every unit's content and metadata
+        blob = _unit_columns(path)[column][0]
+        size = int(tree["arrays"][blob][1][0])
+        for at in range(64, size - 64, 32):
+            _flip_byte_of(path, blob, at=at)
+    with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
+        memory.recall("Lisbon", k=1)  # the first unit read refuses the file: rebuilt
+        assert "refusing the snapshot of 'default'" in caplog.text
+    # the same met while a stored write is folded into the snapshot (its session's units)
+    with _open(tmp_path) as memory:
+        memory.recall("Lisbon", k=1)
+
+        def damaged(*args: Any, **kwargs: Any) -> None:
+            raise DamagedUnitError("its contents do not match the digest (data block 3)")
+
+        monkeypatch.setattr(Snapshot, "updated", damaged)
+        memory.add_turn("Alice", "The Lisbon photos are printed.", at=datetime(2023, 11, 3))
+        monkeypatch.undo()
+        found = memory.recall("Lisbon photos printed", k=1)
+        assert found[0].unit.content.endswith("photos are printed.")
+        assert memory.count() == len(list(_units())) + 1  # stored once
+
+
+def test_text_offsets_of_a_narrow_type_are_refused() -> None:
+    blob = np.frombuffer(b"abcdefghij", dtype=np.uint8)
+    wrapping = np.array([0, 100, -100, 10], dtype=np.int8)  # differences wrap in int8
+    assert not Texts(blob, wrapping).consistent()
+    assert not Texts(blob, np.array([0, 4, 10], dtype=np.int32)).consistent()
+    assert Texts(blob, np.array([0, 4, 10], dtype=np.int64)).consistent()
+
+
+def test_a_block_left_unverified_by_any_failure_refuses_the_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ramem_core.index.files import Blocks
+
+    monkeypatch.setattr("ramem_core.index.files.BLOCK_BYTES", 64)
+    files, _snap, signature, version = _saved(tmp_path)
+    verify = Blocks._verify
+
+    def failing(self: Blocks, block: int) -> None:
+        if block == 1:
+            raise MemoryError("no memory for a hash")
+        verify(self, block)
+
+    monkeypatch.setattr(Blocks, "_verify", failing)
+    with caplog.at_level(logging.WARNING):
+        assert files.load("ns", version, signature) is None
+    assert "no memory for a hash" in caplog.text
