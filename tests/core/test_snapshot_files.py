@@ -764,14 +764,16 @@ def _flip_byte_of(path: Path, array: int, at: int = 0) -> None:
 
     with path.open("rb") as file, np.load(file, allow_pickle=False) as data:
         table = json.loads(bytes(data["tree"]))["arrays"]
-        offset = _mapped(file, "data.npy", path.stat().st_size).offset
+        mapped = _mapped(file, "data.npy", path.stat().st_size)
+        assert isinstance(mapped, np.memmap)
+        offset = mapped.offset
     assert 0 <= at < int(np.prod(table[array][1])) * np.dtype(table[array][0]).itemsize
     position = offset + table[array][2] + at
-    with path.open("r+b") as file:
-        file.seek(position)
-        old = file.read(1)
-        file.seek(position)
-        file.write(bytes([old[0] ^ 0xFF]))
+    with path.open("r+b") as damaged:
+        damaged.seek(position)
+        old = damaged.read(1)
+        damaged.seek(position)
+        damaged.write(bytes([old[0] ^ 0xFF]))
 
 
 def _unit_columns(path: Path) -> list[list[int]]:
@@ -988,7 +990,7 @@ def test_a_write_that_meets_a_damaged_block_is_stored_and_the_snapshot_refused(
 def test_text_offsets_of_a_narrow_type_are_refused() -> None:
     blob = np.frombuffer(b"abcdefghij", dtype=np.uint8)
     wrapping = np.array([0, 100, -100, 10], dtype=np.int8)  # differences wrap in int8
-    assert not Texts(blob, wrapping).consistent()
+    assert not Texts(blob, wrapping).consistent()  # type: ignore[arg-type]  # on purpose
     assert not Texts(blob, np.array([0, 4, 10], dtype=np.int32)).consistent()
     assert Texts(blob, np.array([0, 4, 10], dtype=np.int64)).consistent()
 
