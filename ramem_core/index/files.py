@@ -598,12 +598,10 @@ class _Encoder:
         return {"c": [self.encode(list(vocabulary)), start, start + 1, start + 2]}
 
     def _texts(self, texts: list[str]) -> dict[str, int]:
-        """A long list of strings as two arrays (UTF-8 bytes, character offsets): decoded
-        with one ``bytes.decode`` and slices instead of a JSON string each."""
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum([len(t) for t in texts], out=offsets[1:])
-        blob = np.frombuffer("".join(texts).encode("utf-8"), dtype=np.uint8)
-        self.arrays += [blob, offsets]
+        """A long list of strings as the two arrays of :class:`Texts` (UTF-8 bytes, byte
+        offsets), decoded whole at load (:meth:`Texts.all`: one ``bytes.decode`` and slices
+        instead of a JSON string each)."""
+        self.arrays += list(Texts.of(texts).arrays)
         return {"x": len(self.arrays) - 2, "o": len(self.arrays) - 1}
 
 
@@ -640,21 +638,10 @@ class _Decoder:
                 dict(zip(terms[a:b], values[a:b], strict=True))
                 for a, b in itertools.pairwise(offsets)
             ]
-        if "x" in node:
-            text = self.arrays[f"a{int(node['x'])}"].tobytes().decode("utf-8")
-            offsets = self.arrays[f"a{int(node['o'])}"]
-            if offsets.ndim != 1 or offsets.dtype != np.int64 or not len(offsets):
-                raise TypeError("text offsets must be a list of integers")
-            if offsets[0] != 0 or offsets[-1] != len(text) or (np.diff(offsets) < 0).any():
-                raise ValueError("text offsets do not cut the text")
-            bounds = offsets.tolist()
-            return [text[a:b] for a, b in itertools.pairwise(bounds)]
-        if "X" in node:
-            blob_at, offsets_at = node["X"]
-            texts = Texts(self.arrays[f"a{int(blob_at)}"], self.arrays[f"a{int(offsets_at)}"])
-            if not texts.consistent():
-                raise ValueError("text offsets do not cut their bytes")
-            return texts
+        if "x" in node:  # a list of strings, read whole
+            return self._texts(node["x"], node["o"]).all()
+        if "X" in node:  # the units' text columns, read a string at a time
+            return self._texts(*node["X"])
         if "l" in node:
             return [v if type(v) in _PLAIN else self.decode(v) for v in node["l"]]
         if "t" in node:
@@ -678,6 +665,12 @@ class _Decoder:
             obj.__setstate__(self.decode(node["s"]))
             return obj
         raise TypeError(f"unexpected node {str(node)[:80]}")
+
+    def _texts(self, blob_at: Any, offsets_at: Any) -> Texts:
+        texts = Texts(self.arrays[f"a{int(blob_at)}"], self.arrays[f"a{int(offsets_at)}"])
+        if not texts.consistent():
+            raise ValueError("text offsets do not cut their bytes")
+        return texts
 
 
 def check(snap: Snapshot, dimension: int) -> None:

@@ -95,10 +95,13 @@ class Texts(Sequence[str]):
         if self.check is not None:
             self.check(self._blob)
         text = self._blob.tobytes().decode("utf-8")
-        bounds = self._offsets.tolist()
-        if len(text) != len(self._blob):  # not ASCII: byte offsets are not character offsets
-            raw = self._blob.tobytes()
-            return [raw[a:b].decode("utf-8") for a, b in itertools.pairwise(bounds)]
+        offsets = self._offsets
+        if len(text) != len(self._blob):  # not ASCII: a string's character offset is its byte
+            # offset less the UTF-8 continuation bytes before it
+            continued = np.zeros(len(self._blob) + 1, dtype=np.int64)
+            np.cumsum((self._blob & 0xC0) == 0x80, out=continued[1:])
+            offsets = offsets - continued[offsets]
+        bounds = offsets.tolist()
         return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 

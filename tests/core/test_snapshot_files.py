@@ -758,12 +758,10 @@ def test_a_data_member_that_cannot_be_mapped_is_refused(
 def _flip_byte_of(path: Path, array: int, at: int = 0) -> None:
     """Change one byte of packed array ``array`` of the file at ``path`` in place, leaving
     its header and digests as they were (a block damaged on disk)."""
-    import json
-
     from ramem_core.index.files import _mapped
 
-    with path.open("rb") as file, np.load(file, allow_pickle=False) as data:
-        table = json.loads(bytes(data["tree"]))["arrays"]
+    table = _tree(path)["arrays"]
+    with path.open("rb") as file:
         mapped = _mapped(file, "data.npy", path.stat().st_size)
         assert isinstance(mapped, np.memmap)
         offset = mapped.offset
@@ -776,13 +774,27 @@ def _flip_byte_of(path: Path, array: int, at: int = 0) -> None:
         damaged.write(bytes([old[0] ^ 0xFF]))
 
 
-def _unit_columns(path: Path) -> list[list[int]]:
-    """The packed arrays (bytes, offsets) of the units' ids, contents and metadata."""
+def _tree(path: Path) -> dict[str, Any]:
+    """The JSON tree of the file at ``path``: its packed arrays' table and the root."""
     import json
 
     with np.load(path, allow_pickle=False) as data:
-        tree = json.loads(bytes(data["tree"]))
-    columns = tree["root"]["s"]["m"]["units"]["s"]["t"]
+        tree: dict[str, Any] = json.loads(bytes(data["tree"]))
+    return tree
+
+
+def _damage_middle(path: Path, array: int) -> None:
+    """Change a byte in every 32 of packed array ``array``, all but its first and last 64
+    bytes (blocks shared with the arrays beside it stay whole)."""
+    dtype, shape, _ = _tree(path)["arrays"][array]
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    for at in range(64, size - 64, 32):
+        _flip_byte_of(path, array, at=at)
+
+
+def _unit_columns(path: Path) -> list[list[int]]:
+    """The packed arrays (bytes, offsets) of the units' ids, contents and metadata."""
+    columns = _tree(path)["root"]["s"]["m"]["units"]["s"]["t"]
     assert all("X" in c for c in columns)  # each as bytes and byte offsets
     return [c["X"] for c in columns]
 
@@ -822,10 +834,7 @@ def test_a_load_verifies_what_it_reads_and_leaves_the_units_to_their_recall(
 
 
 def _vectors_index_of(path: Path) -> int:
-    import json
-
-    with np.load(path, allow_pickle=False) as data:
-        return _vectors_index(json.loads(bytes(data["tree"]))["root"])
+    return _vectors_index(_tree(path)["root"])
 
 
 def test_a_unit_whose_block_is_damaged_is_served_from_the_store(
@@ -836,13 +845,7 @@ def test_a_unit_whose_block_is_damaged_is_served_from_the_store(
         memory.add_conversation(two_trips())
         before = _answers(memory)
     path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
-    contents = _unit_columns(path)[1][0]
-    with np.load(path, allow_pickle=False) as data:
-        import json
-
-        size = json.loads(bytes(data["tree"]))["arrays"][contents][1][0]
-    for at in range(64, size - 64, 32):  # every unit's content damaged, but at its ends
-        _flip_byte_of(path, contents, at=at)
+    _damage_middle(path, _unit_columns(path)[1][0])  # every unit's content, but at its ends
     with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
         assert _answers(memory) == before
     assert "refusing the snapshot of 'default'" in caplog.text
@@ -898,18 +901,11 @@ def test_a_first_read_loads_the_file_while_the_store_is_asked_its_version(
 def test_a_damaged_posting_block_is_found_when_its_term_is_scored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import json
-
     monkeypatch.setattr("ramem_core.index.files.BLOCK_BYTES", 64)
     files, _snap, signature, version = _saved(tmp_path)
     path = files.path("ns")
-    with np.load(path, allow_pickle=False) as data:
-        tree = json.loads(bytes(data["tree"]))
-    lexical = tree["root"]["s"]["m"]["index"]["s"]["m"]["lexical"]["s"]["m"]
-    weights = lexical["posting_tfs"]["a"]  # float32: any bytes pass the load's checks
-    size = int(np.prod(tree["arrays"][weights][1])) * 4
-    for at in range(64, size - 64, 32):
-        _flip_byte_of(path, weights, at=at)
+    lexical = _tree(path)["root"]["s"]["m"]["index"]["s"]["m"]["lexical"]["s"]["m"]
+    _damage_middle(path, lexical["posting_tfs"]["a"])  # float32: any bytes pass the checks
     loaded = files.load("ns", version, signature)
     assert loaded is not None  # postings are verified term by term, when scored
     every_term = " ".join(loaded.index.lexical.vocabulary())
@@ -920,18 +916,11 @@ def test_a_damaged_posting_block_is_found_when_its_term_is_scored(
 def test_a_damaged_block_of_documents_counts_is_found_when_one_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import json
-
     monkeypatch.setattr("ramem_core.index.files.BLOCK_BYTES", 64)
     files, _snap, signature, version = _saved(tmp_path)
     path = files.path("ns")
-    with np.load(path, allow_pickle=False) as data:
-        tree = json.loads(bytes(data["tree"]))
-    own = tree["root"]["s"]["m"]["index"]["s"]["m"]["own"]["s"]["m"]
-    weights = own["docs"]["s"]["t"][3]["a"]  # FrozenDocs: words, offsets, terms, weights
-    size = int(np.prod(tree["arrays"][weights][1])) * 8
-    for at in range(64, size - 64, 32):
-        _flip_byte_of(path, weights, at=at)
+    own = _tree(path)["root"]["s"]["m"]["index"]["s"]["m"]["own"]["s"]["m"]
+    _damage_middle(path, own["docs"]["s"]["t"][3]["a"])  # FrozenDocs' weights (4th state)
     loaded = files.load("ns", version, signature)
     assert loaded is not None  # documents' counts are verified a document at a time
     with pytest.raises(DamagedUnitError, match="do not match the digest"):
@@ -955,20 +944,13 @@ def test_a_write_that_meets_a_damaged_block_is_stored_and_the_snapshot_refused(
     """A live turn folded into a loaded snapshot reads the units of its session: a damaged
     block met there must not report the stored turn as failed (a client would store it twice);
     the snapshot is refused and its file removed."""
-    import json
-
     monkeypatch.setattr("ramem_core.index.files.BLOCK_BYTES", 64)
     with _open(tmp_path) as memory:
         memory.add_conversation(two_trips())
         _answers(memory)
     path = SnapshotFiles(tmp_path / "ramem-snapshots").path("default")
-    with np.load(path, allow_pickle=False) as data:
-        tree = json.loads(bytes(data["tree"]))
     for column in (1, 2):  # every unit's content and metadata
-        blob = _unit_columns(path)[column][0]
-        size = int(tree["arrays"][blob][1][0])
-        for at in range(64, size - 64, 32):
-            _flip_byte_of(path, blob, at=at)
+        _damage_middle(path, _unit_columns(path)[column][0])
     with caplog.at_level(logging.WARNING), _open(tmp_path) as memory:
         memory.recall("Lisbon", k=1)  # the first unit read refuses the file: rebuilt
         assert "refusing the snapshot of 'default'" in caplog.text
